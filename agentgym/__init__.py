@@ -1,0 +1,30 @@
+"""agentgym: step text environments, evaluate any agent, train agent policies.
+
+>>> import agentgym
+>>> env = agentgym.make("Clarify-v0")
+>>> obs, info = env.reset(seed=0, options={"task": "clarify-products-test-0000"})
+>>> info["task_id"]
+'clarify-products-test-0000'
+"""
+
+from agentgym.agent import Action, Agent, ExpertAgent, HumanAgent, RandomAgent, agent_factory
+from agentgym.env import NoExpert, ResetNeeded, Snapshot, TextEnv
+from agentgym.episode import Episode, Step, Usage
+from agentgym.registry import EnvSpec, list_envs, load_plugins, make, register, spec
+from agentgym.rollout import rollout
+from agentgym.runner import RunResult, evaluate
+from agentgym.spaces import UnicodeText
+from agentgym.store import Store
+from agentgym.task import Task, TaskFileError, TaskSuite
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action", "Agent", "EnvSpec", "Episode", "ExpertAgent", "HumanAgent", "NoExpert", "RandomAgent",
+    "ResetNeeded", "RunResult", "Snapshot", "Step", "Store", "Task", "TaskFileError", "TaskSuite",
+    "TextEnv", "UnicodeText", "Usage", "agent_factory", "evaluate", "list_envs", "make", "register",
+    "rollout", "spec",
+]
+
+# Registers the built-in and third-party envs (in memory only) so gymnasium.make("agentgym/...") works.
+load_plugins()

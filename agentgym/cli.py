@@ -1,0 +1,245 @@
+"""The ``agentgym`` command: envs, tasks, play, eval, report, export."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from agentgym.episode import Episode
+from agentgym.runner import Progress as RunProgress
+from agentgym.store import Store
+from agentgym.task import TaskFileError
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+                  help="Step text environments, evaluate agents, report results.")
+tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
+app.add_typer(tasks_app, name="tasks")
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_DB = "agentgym.db"
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Bad input becomes one line on stderr and exit code 2, never a traceback."""
+    try:
+        yield
+    except TaskFileError as e:
+        err_console.print(f"[red]error:[/red] {e}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    except (KeyError, ValueError, FileNotFoundError, ValidationError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        err_console.print(f"[red]error:[/red] {msg}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def envs() -> None:
+    """List the registered environments."""
+    import agentgym
+
+    table = Table("id", "description", "entry point")
+    for s in agentgym.list_envs():
+        table.add_row(s.id, s.description, s.entry_point)
+    console.print(table)
+
+
+@tasks_app.command("list")
+def tasks_list() -> None:
+    """List the built-in task suites with their sizes and tags."""
+    from agentgym.task import TaskSuite, builtin_suites
+
+    table = Table("suite", "tasks", "env", "tags")
+    for name in builtin_suites():
+        suite = TaskSuite.load(name)
+        tags = sorted({t for task in suite for t in task.tags})
+        table.add_row(name, str(len(suite)), ", ".join(sorted({t.env for t in suite})), ", ".join(tags))
+    console.print(table)
+
+
+@tasks_app.command("show")
+def tasks_show(suite: str, task_id: Annotated[Optional[str], typer.Argument()] = None) -> None:
+    """Show one task of SUITE as JSON (the first one without TASK_ID)."""
+    from agentgym.task import TaskSuite
+
+    with user_errors():
+        s = TaskSuite.load(suite)
+        task = s[task_id] if task_id else s.tasks[0]
+    console.print_json(task.model_dump_json())
+
+
+@tasks_app.command("validate")
+def tasks_validate(suites: list[str]) -> None:
+    """Validate suite files or names; print file, line and field of every bad row."""
+    from agentgym.task import check_suite
+
+    bad = 0
+    for suite in suites:
+        with user_errors():
+            problems = check_suite(suite)
+        for p in problems:
+            err_console.print(p, highlight=False, markup=False)
+        bad += len(problems)
+        console.print(f"{suite}: {'[green]ok[/green]' if not problems else f'[red]{len(problems)} problem(s)[/red]'}")
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def play(
+    env: str,
+    task: Annotated[Optional[str], typer.Option(help="Task id from the env's default suite")] = None,
+    seed: int = 0,
+) -> None:
+    """Play ENV yourself in the terminal."""
+    import agentgym
+    from agentgym.agent import HumanAgent
+
+    with user_errors():
+        environment = agentgym.make(env)
+    try:
+        ep = agentgym.rollout(environment, HumanAgent(), task, seed=seed)
+    except (KeyboardInterrupt, EOFError):
+        console.print("\n[yellow]stopped[/yellow]")
+        raise typer.Exit(130) from None
+    if ep.status == "error":
+        err_console.print(ep.error, markup=False)
+        raise typer.Exit(1)
+    console.print(ep.steps[-1].observation if ep.steps else "", markup=False)
+    console.print(f"[bold]{'success' if ep.success else 'failure'}[/bold]: score {ep.score:.3f}, "
+                  f"{ep.n_steps} steps")
+
+
+@app.command("eval")
+def eval_(
+    suite: Annotated[str, typer.Argument(help="Suite name (e.g. clarify/test) or JSONL path")],
+    agent: Annotated[list[str], typer.Option("--agent", "-a", help="Agent spec; repeat to compare")],
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 8,
+    samples: Annotated[int, typer.Option("--samples", "-k", min=1, help="Episodes per task")] = 1,
+    db: Annotated[Path, typer.Option(help="SQLite file; rerunning the same command resumes")] = Path(DEFAULT_DB),
+    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Step limit per episode")] = None,
+    time_limit: Annotated[Optional[float], typer.Option(help="Seconds per episode")] = None,
+    seed: int = 0,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option(help="Only tasks with this tag")] = None,
+    retry_errors: Annotated[bool, typer.Option(help="Rerun episodes that ended in an error")] = False,
+    plot: Annotated[Optional[Path], typer.Option(help="Also save a plot to this PNG")] = None,
+) -> None:
+    """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
+    import agentgym
+    from agentgym.task import TaskSuite
+
+    with user_errors():
+        tasks = TaskSuite.load(suite).filter(tag or (), limit)
+        factories = [(spec, agentgym.agent_factory(spec)) for spec in agent]
+        if not len(tasks):
+            raise ValueError(f"no task in {suite} matches tags {tag}")
+        store = agentgym.Store(db)
+    run_ids = []
+    for spec, _ in factories:
+        with _progress(spec) as on_episode:
+            try:
+                result = agentgym.evaluate(
+                    tasks, spec, concurrency=concurrency, samples=samples, db=store,
+                    max_steps=max_steps, time_limit_s=time_limit, seed=seed,
+                    retry_errors=retry_errors, on_episode=on_episode,
+                )
+            except KeyboardInterrupt:
+                err_console.print(f"[yellow]interrupted[/yellow]: finished episodes are in {db}; "
+                                  "rerun the same command to resume")
+                store.close()
+                os._exit(130)  # in-flight episode threads must not keep the process alive
+        run_ids.append(result.run_id)
+    _print_report(store, run_ids, plot)
+
+
+@contextlib.contextmanager
+def _progress(label: str) -> Iterator[Callable[[Episode, RunProgress], None]]:
+    columns = [TextColumn(f"[bold]{label}[/bold]"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("success {task.fields[rate]}"), TextColumn("{task.fields[eps]} ep/s"),
+               TimeRemainingColumn()]
+    with Progress(*columns, console=err_console, transient=False) as bar:
+        job = bar.add_task(label, total=None, rate="-", eps="-")
+
+        def on_episode(ep: Episode, p: RunProgress) -> None:
+            bar.update(job, total=p.total, completed=p.skipped + p.done,
+                       rate=f"{p.successes / p.done:.3f}", eps=f"{p.episodes_per_s:.1f}")
+
+        yield on_episode
+
+
+@app.command()
+def report(
+    db: Path,
+    run: Annotated[Optional[list[str]], typer.Option(help="Run id (prefix) or name; repeat")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Save a PNG plot")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print summaries as JSON")] = False,
+) -> None:
+    """Report runs in DB: success with 95% Wilson intervals, score, pass@k, pass^k, cost."""
+    import agentgym
+
+    with user_errors():
+        if not db.is_file():
+            raise FileNotFoundError(f"no database at {db}")
+        store = agentgym.Store(db)
+        if as_json:
+            from dataclasses import asdict
+
+            from agentgym.report import run_summaries
+
+            out = [{"run": r["id"], "agent": r["agent"], "suite": r["suite"],
+                    "groups": [asdict(s) | {"success_rate": s.success_rate, "ci95": s.interval} for s in sums]}
+                   for r, sums in run_summaries(store, run)]
+            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+            return
+        _print_report(store, run, plot)
+
+
+def _print_report(store: Store, runs: list[str] | None, plot: Path | None) -> None:
+    from agentgym.report import plot_runs, report_table, run_summaries
+
+    results = run_summaries(store, runs)
+    console.print(report_table(results))
+    if plot is not None:
+        console.print(f"plot saved to {plot_runs(results, plot)}")
+
+
+@app.command()
+def export(
+    db: Path,
+    run: Annotated[Optional[str], typer.Option(help="Run id (prefix) or name; default: all runs")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="episodes | chat (OpenAI messages for SFT)")] = "episodes",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File (default stdout)")] = None,
+    success_only: Annotated[bool, typer.Option(help="Only successful episodes")] = False,
+) -> None:
+    """Export episodes of DB as JSONL."""
+    import agentgym
+    from agentgym.export import write_jsonl
+
+    with user_errors():
+        if fmt not in ("episodes", "chat"):
+            raise ValueError(f"--format must be 'episodes' or 'chat', got {fmt!r}")
+        if not db.is_file():
+            raise FileNotFoundError(f"no database at {db}")
+        store = agentgym.Store(db)
+        runs = [store.run(run)] if run else store.runs()
+    prompts = {s.id: getattr(s.load(), "system_prompt", "") for s in agentgym.list_envs()}
+    with (open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout)) as out:
+        n = sum(write_jsonl(store.episodes(r["id"]), out, fmt, success_only, prompts) for r in runs)  # type: ignore[arg-type]
+    err_console.print(f"exported {n} episode(s)")
+
+
+if __name__ == "__main__":
+    app()

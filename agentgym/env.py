@@ -1,0 +1,175 @@
+"""The single-agent text environment contract, as a Gymnasium base class.
+
+Subclasses implement ``_reset(task)`` and ``_step(action)`` and keep every piece of mutable episode
+state in ``self.state``; the base class resolves tasks, validates their config with the env's own
+pydantic model, turns non-text actions into invalid-action observations, and gives snapshot/restore
+for free.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gymnasium
+from pydantic import BaseModel
+
+from agentgym.spaces import UnicodeText
+from agentgym.task import Task, TaskSuite
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class ResetNeeded(RuntimeError):
+    """``step`` or ``expert_action`` was called before ``reset``."""
+
+
+class NoExpert(NotImplementedError):
+    """The env has no oracle policy."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Opaque copy of an env's episode state; pass it back to ``restore`` on an env of the same type."""
+
+    env_type: type
+    task: Task
+    config: BaseModel
+    state: Any
+    rng_state: dict[str, Any]
+    done: bool
+
+
+class TextEnv(gymnasium.Env[str, str]):
+    """Base class of single-agent agentgym environments (text in, text out)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"]}
+    # set in ALL subclasses:
+    config_model: ClassVar[type[BaseModel]]
+    """Pydantic model that validates ``Task.config`` for this env."""
+    system_prompt: ClassVar[str] = ""
+    """How to act in this env (action syntax, goal); LLM agents use it as their system prompt."""
+    # set in SOME subclasses:
+    default_suite: ClassVar[str | None] = None
+    """Suite used when ``reset`` gets no task, or a task id instead of a Task."""
+
+    observation_space = UnicodeText(max_length=1 << 20)
+    action_space = UnicodeText(max_length=1 << 14)
+
+    def __init__(self, suite: str | TaskSuite | None = None, render_mode: str | None = None) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
+            )
+        self.render_mode = render_mode
+        self._suite = suite if isinstance(suite, TaskSuite) else None
+        self.suite_name = suite.name if isinstance(suite, TaskSuite) else suite or self.default_suite
+        self.task: Task | None = None
+        self.config: Any = None
+        self.state: Any = None
+        self.done = False
+        self.last_observation = ""
+
+    # ------------------------------------------------------------------ subclass hooks
+    @classmethod
+    def validate_task(cls, task: Task) -> BaseModel:
+        """Validate ``task.config`` (and, in envs that need it, ``task.gold``); return the config.
+
+        Raises pydantic's ``ValidationError`` or ``ValueError`` naming the bad field.
+        """
+        return cls.config_model.model_validate(task.config)
+
+    def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        """Start an episode of ``task`` (``self.config`` is already validated); return obs, info."""
+        raise NotImplementedError
+
+    def _step(self, action: str) -> StepResult:
+        """Apply a text action. Never raise on bad input: return an observation saying what is allowed."""
+        raise NotImplementedError
+
+    def expert_action(self) -> str:
+        """The oracle's next action in the current state."""
+        raise NoExpert(f"{type(self).__name__} has no expert")
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.task = self._resolve_task((options or {}).get("task"))
+        self.config = self.validate_task(self.task)
+        self.done = False
+        obs, info = self._reset(self.task)
+        info = {"task_id": self.task.id, "instruction": self.task.instruction, **info}
+        self.last_observation = obs
+        return obs, info
+
+    def step(self, action: str) -> StepResult:
+        if self.task is None:
+            raise ResetNeeded("call reset() before step()")
+        if self.done:
+            obs, reward, terminated, truncated, info = (
+                "The episode is over; call reset() to start a new one.", 0.0, True, False, {"valid": False}
+            )
+        elif not isinstance(action, str):
+            obs, reward, terminated, truncated, info = self._step_invalid(
+                f"Actions are text (str), got {type(action).__name__}."
+            )
+        else:
+            obs, reward, terminated, truncated, info = self._step(action)
+            info.setdefault("valid", True)
+        self.done = terminated or truncated
+        self.last_observation = obs
+        return obs, float(reward), terminated, truncated, info
+
+    def _step_invalid(self, message: str) -> StepResult:
+        """Hook for non-text actions; envs with turn limits override to count the turn."""
+        return message, 0.0, False, False, {"valid": False}
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.last_observation
+        if self.render_mode == "human":
+            print(self.last_observation)
+        return None
+
+    # ------------------------------------------------------------------ branching
+    def snapshot(self) -> Snapshot:
+        """Copy of the episode state (task, state, RNG) to branch from later."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before snapshot()")
+        return Snapshot(
+            type(self), self.task, copy.deepcopy(self.config), copy.deepcopy(self.state),
+            copy.deepcopy(self.np_random.bit_generator.state), self.done,
+        )
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Return to a state taken by :meth:`snapshot`; the snapshot stays reusable."""
+        if snapshot.env_type is not type(self):
+            raise TypeError(f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}")
+        self.task, self.done = snapshot.task, snapshot.done
+        self.config = copy.deepcopy(snapshot.config)
+        self.state = copy.deepcopy(snapshot.state)
+        self.np_random.bit_generator.state = copy.deepcopy(snapshot.rng_state)
+
+    # ------------------------------------------------------------------ tasks
+    @property
+    def suite(self) -> TaskSuite:
+        """The env's default task suite, loaded on first use."""
+        if self._suite is None:
+            if self.suite_name is None:
+                raise ValueError(f"{type(self).__name__} has no default suite: pass options={{'task': Task}}")
+            self._suite = TaskSuite.load(self.suite_name)
+        return self._suite
+
+    def _resolve_task(self, task: Task | dict[str, Any] | str | None) -> Task:
+        if isinstance(task, Task):
+            return task
+        if isinstance(task, dict):
+            return Task.model_validate(task)
+        if isinstance(task, str):
+            return self.suite[task]
+        if task is None:
+            return self.suite.tasks[int(self.np_random.integers(len(self.suite)))]
+        raise TypeError(f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}")

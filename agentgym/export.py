@@ -1,0 +1,43 @@
+"""Export stored episodes: raw JSONL, or OpenAI chat-format conversations for SFT."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, Literal
+
+from agentgym.episode import Episode
+
+ExportFormat = Literal["episodes", "chat"]
+
+
+def to_chat(ep: Episode, system_prompt: str = "") -> dict[str, Any]:
+    """An episode as ``{"messages": [...]}``: observations as user turns, actions as assistant turns."""
+    messages: list[dict[str, str]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    messages.append({"role": "user", "content": ep.first_observation})
+    for i, step in enumerate(ep.steps):
+        messages.append({"role": "assistant", "content": step.action})
+        if i < len(ep.steps) - 1:
+            messages.append({"role": "user", "content": step.observation})
+    return {"messages": messages, "task_id": ep.task_id, "sample": ep.sample,
+            "success": ep.success, "score": ep.score}
+
+
+def write_jsonl(episodes: Iterable[Episode], out: IO[str], fmt: ExportFormat = "episodes",
+                only_success: bool = False, system_prompts: dict[str, str] | None = None) -> int:
+    """Write episodes as JSONL in ``fmt``; return how many rows were written."""
+    n = 0
+    for row in _rows(episodes, fmt, only_success, system_prompts or {}):
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
+def _rows(episodes: Iterable[Episode], fmt: ExportFormat, only_success: bool,
+          system_prompts: dict[str, str]) -> Iterator[dict[str, Any]]:
+    for ep in episodes:
+        if only_success and not ep.success:
+            continue
+        yield ep.model_dump() if fmt == "episodes" else to_chat(ep, system_prompts.get(ep.env_id, ""))

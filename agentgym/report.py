@@ -1,0 +1,82 @@
+"""Reports of stored runs: a rich table per run (or runs side by side) and an optional plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from agentgym.metrics import Summary, summarize_by_tag
+from agentgym.store import Store
+
+
+def run_summaries(store: Store, run_refs: list[str] | None = None) -> list[tuple[dict[str, Any], list[Summary]]]:
+    """(run, [overall summary, per-tag summaries]) for the given runs, or every run in the store."""
+    runs = [store.run(r) for r in run_refs] if run_refs else store.runs()
+    return [(run, summarize_by_tag(store.episode_rows(run["id"]))) for run in runs]
+
+
+def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
+    """One row per (run, group): success with its 95% Wilson interval, score, pass@k/pass^k, costs."""
+    ks = sorted({k for _, sums in results for s in sums for k in s.pass_at if k > 1})
+    table = Table(title="agentgym report", show_lines=False)
+    for col in ["run", "group", "tasks", "episodes", "success", "95% CI", "score"]:
+        table.add_column(col, justify="left" if col in ("run", "group") else "right")
+    for k in ks:
+        table.add_column(f"pass@{k}", justify="right")
+        table.add_column(f"pass^{k}", justify="right")
+    for col in ["steps", "tokens", "cost $", "errors"]:
+        table.add_column(col, justify="right")
+    for i, (run, sums) in enumerate(results):
+        if i:
+            table.add_section()
+        for s in sums:
+            lo, hi = s.interval
+            cells = [
+                f"{run['id'][:8]} {run['agent']}" if s.group == "all" else "", s.group, str(s.tasks),
+                str(s.episodes), f"{s.success_rate:.3f}", f"[{lo:.3f}, {hi:.3f}]", f"{s.mean_score:.3f}",
+            ]
+            for k in ks:
+                cells += [_fmt(s.pass_at.get(k)), _fmt(s.pass_hat.get(k))]
+            cells += [f"{s.mean_steps:.1f}", f"{s.mean_tokens:.0f}", f"{s.total_cost:.4f}",
+                      f"[red]{s.errors}[/red]" if s.errors else "0"]
+            table.add_row(*cells)
+    return table
+
+
+def plot_runs(results: list[tuple[dict[str, Any], list[Summary]]], path: str | Path) -> Path:
+    """Bar chart of success rate per group and run, with 95% Wilson intervals as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = sorted({s.group for _, sums in results for s in sums}, key=lambda g: (g != "all", g))
+    width = 0.8 / max(len(results), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups) * max(len(results), 1)), 4))
+    for i, (run, sums) in enumerate(results):
+        by_group = {s.group: s for s in sums}
+        xs, ys, err_lo, err_hi = [], [], [], []
+        for j, g in enumerate(groups):
+            if g in by_group:
+                s = by_group[g]
+                lo, hi = s.interval
+                xs.append(j + i * width)
+                ys.append(s.success_rate)
+                err_lo.append(s.success_rate - lo)
+                err_hi.append(hi - s.success_rate)
+        ax.bar(xs, ys, width, yerr=[err_lo, err_hi], capsize=3, label=f"{run['agent']} ({run['id'][:8]})")
+    ax.set_xticks([j + width * (len(results) - 1) / 2 for j in range(len(groups))], groups)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate (95% Wilson CI)")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"

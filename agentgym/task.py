@@ -1,0 +1,184 @@
+"""Tasks and task suites: the data an evaluation runs over.
+
+A suite is a JSONL file (one :class:`Task` per line). Built-in suites live in the ``tasks/`` folder
+and are named ``<env>/<split>`` (``clarify/test``); any other path works too. Loading validates
+every row and reports *all* bad rows with file, line and field, so a broken suite never starts a run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Task(BaseModel):
+    """One task instance: what the agent is asked to do and what the scorer needs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    """Unique within its suite; episodes are stored under this id."""
+    env: str = Field(min_length=1)
+    """Registered environment id that runs this task, e.g. ``agentgym/Clarify-v0``."""
+    split: str = "test"
+    """Which split the task belongs to (``train``, ``dev``, ``test`` ...)."""
+    instruction: str
+    """What the agent is asked to do, in words."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """Env-specific setup; the env validates it with its own pydantic model."""
+    gold: dict[str, Any] = Field(default_factory=dict)
+    """What the scorer needs (the answer, gold actions ...). Never shown to the agent."""
+    tags: list[str] = Field(default_factory=list)
+    """Free labels the report groups by (domain, skill ...)."""
+    difficulty: int | str | None = None
+    """Optional difficulty label or level."""
+
+
+class TaskFileError(ValueError):
+    """A suite file has bad rows; ``problems`` lists every one as ``file:line: field: message``."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        shown = "\n".join(problems[:20])
+        more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        super().__init__(f"{len(problems)} bad row(s) in task file:\n{shown}{more}")
+
+
+class TaskSuite:
+    """An ordered, id-unique collection of tasks with a name (usually ``<env>/<split>``)."""
+
+    def __init__(self, name: str, tasks: Iterable[Task]) -> None:
+        self.name = name
+        self.tasks = list(tasks)
+        self._by_id = {t.id: t for t in self.tasks}
+        if len(self._by_id) != len(self.tasks):
+            counts = Counter(t.id for t in self.tasks)
+            dups = sorted(i for i, n in counts.items() if n > 1)
+            raise TaskFileError([f"{name}: duplicate task id {d!r}" for d in dups])
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __getitem__(self, task_id: str) -> Task:
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise KeyError(f"no task {task_id!r} in suite {self.name!r}") from None
+
+    def filter(self, tags: Iterable[str] = (), limit: int | None = None) -> TaskSuite:
+        """Tasks carrying all ``tags``, the first ``limit`` of them."""
+        wanted = set(tags)
+        kept = [t for t in self.tasks if wanted <= set(t.tags)]
+        return TaskSuite(self.name, kept[:limit] if limit is not None else kept)
+
+    @classmethod
+    def load(cls, spec: str | Path) -> TaskSuite:
+        """Load a suite by name (``clarify/test``) or by path to a JSONL file."""
+        path = resolve_suite_path(spec)
+        name = str(spec) if not Path(spec).suffix else Path(spec).stem
+        return cls(name, read_tasks(path))
+
+
+def builtin_suites() -> list[str]:
+    """Names of the suites shipped in ``tasks/`` (``<env>/<split>``)."""
+    root = resources.files("agentgym.tasks")
+    names = []
+    for env_dir in root.iterdir():
+        if env_dir.is_dir() and not env_dir.name.startswith("_"):
+            names += [f"{env_dir.name}/{f.name[:-6]}" for f in env_dir.iterdir() if f.name.endswith(".jsonl")]
+    return sorted(names)
+
+
+def resolve_suite_path(spec: str | Path) -> Path:
+    """A file path for a suite name or path, or a ``FileNotFoundError`` listing the built-in suites."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    if not path.suffix:
+        candidate = Path(str(resources.files("agentgym.tasks").joinpath(f"{spec}.jsonl")))
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"no task suite {str(spec)!r}: give a JSONL path or one of {', '.join(builtin_suites())}"
+    )
+
+
+def read_tasks(path: Path) -> list[Task]:
+    """Parse and validate every line; raise one :class:`TaskFileError` naming all bad rows."""
+    tasks, problems = _parse(path)
+    if problems:
+        raise TaskFileError(_format(path, problems))
+    return [t for _, t in tasks]
+
+
+def check_suite(spec: str | Path) -> list[str]:
+    """Every problem of a suite file as ``file:line: field: message``, env configs included.
+
+    Beyond the row schema, ids must be unique and each task must pass its env's ``validate_task``
+    (config and gold). An empty list means the suite is good.
+    """
+    from agentgym.registry import spec as env_spec
+
+    path = resolve_suite_path(spec)
+    tasks, problems = _parse(path)
+    first_line: dict[str, int] = {}
+    for lineno, task in tasks:
+        if task.id in first_line:
+            problems.append((lineno, f"id: duplicate of line {first_line[task.id]} ({task.id!r})"))
+        first_line.setdefault(task.id, lineno)
+        try:
+            env_spec(task.env).load().validate_task(task)
+        except KeyError as e:
+            problems.append((lineno, f"env: {e.args[0]}"))
+        except ValidationError as e:
+            problems += [(lineno, f"{_loc(err, 'config')}: {err['msg']}") for err in e.errors()]
+        except ValueError as e:
+            problems.append((lineno, str(e)))
+    return _format(path, problems)
+
+
+Problem = tuple[int, str]
+"""(line number, "field: message")."""
+
+
+def _parse(path: Path) -> tuple[list[tuple[int, Task]], list[Problem]]:
+    tasks: list[tuple[int, Task]] = []
+    problems: list[Problem] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                tasks.append((lineno, Task.model_validate(json.loads(line))))
+            except json.JSONDecodeError as e:
+                problems.append((lineno, f"<row>: not valid JSON: {e.msg} at column {e.colno}"))
+            except ValidationError as e:
+                problems += [(lineno, f"{_loc(err)}: {err['msg']}") for err in e.errors()]
+    return tasks, problems
+
+
+def _format(path: Path, problems: list[Problem]) -> list[str]:
+    return [f"{path}:{line}: {msg}" for line, msg in sorted(problems, key=lambda p: p[0])]
+
+
+def _loc(err: Any, prefix: str = "") -> str:
+    return ".".join([prefix] * bool(prefix) + [str(p) for p in err["loc"]]) or "<row>"
+
+
+def write_tasks(path: Path, tasks: Iterable[Task]) -> int:
+    """Write tasks as JSONL (one compact row each, stable key order); return how many."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for task in tasks:
+            fh.write(task.model_dump_json() + "\n")
+            n += 1
+    return n

@@ -1,0 +1,11 @@
+"""Conformance kit and test doubles, shipped so third-party envs run the same checks we do.
+
+``check_env(env)`` = Gymnasium's ``check_env`` plus the agentgym contract. ``NoOpEnv`` and
+``noop_suite`` exercise the runner machinery (benchmarks, resume tests); they never stand in for a
+real environment.
+"""
+
+from agentgym.testing.conformance import ConformanceError, check_env
+from agentgym.testing.noop import NoOpEnv, noop_suite, register_test_envs
+
+__all__ = ["ConformanceError", "NoOpEnv", "check_env", "noop_suite", "register_test_envs"]

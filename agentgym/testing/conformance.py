@@ -1,0 +1,134 @@
+"""``check_env``: Gymnasium's checker plus the agentgym contract, one small check per rule."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+
+from agentgym.env import NoExpert, TextEnv
+from agentgym.task import Task
+
+MALFORMED_ACTIONS = ["", "   ", "\x00\x01\x02", "%%% agentgym: not an action %%%", "[" * 500, "🙂 ünïcode"]
+"""Strings no env should accept as a valid action."""
+
+
+class ConformanceError(AssertionError):
+    """The env breaks the agentgym contract; the message says which rule and how to fix it."""
+
+
+def check_env(env: Any, tasks: Sequence[Task | str] | None = None, seed: int = 0,
+              max_steps: int = 500) -> None:
+    """Check ``env`` against Gymnasium's checker and the agentgym contract on a few tasks.
+
+    Raises :class:`ConformanceError` naming the broken rule; Gymnasium warnings count as failures.
+    """
+    env = env.unwrapped
+    if not isinstance(env, TextEnv):
+        raise ConformanceError(f"{type(env).__name__} is not an agentgym.TextEnv")
+    check_gymnasium(env)
+    for task in tasks if tasks is not None else env.suite.tasks[:3]:
+        expert = _expert_actions(env, task, seed, max_steps)
+        check_determinism(env, task, seed, expert or MALFORMED_ACTIONS)
+        check_malformed_actions(env, task, seed)
+        check_snapshot_restore(env, task, seed, expert or MALFORMED_ACTIONS)
+        check_inaction_never_succeeds(env, task, seed, max_steps)
+
+
+def check_gymnasium(env: TextEnv) -> None:
+    """Gymnasium's own ``check_env``, with any warning it raises turned into a failure."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gymnasium_check_env(env, skip_render_check=True)
+    if caught:
+        raise ConformanceError("gymnasium check_env warned: " + "; ".join(str(w.message) for w in caught))
+
+
+def _expert_actions(env: TextEnv, task: Task | str, seed: int, max_steps: int) -> list[str] | None:
+    """The expert's actions on ``task``, checking it succeeds; None if the env has no expert."""
+    env.reset(seed=seed, options={"task": task})
+    actions: list[str] = []
+    for _ in range(max_steps):
+        try:
+            action = env.expert_action()
+        except NoExpert:
+            return None
+        actions.append(action)
+        _, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            _check_final_info(info, task)
+            if not info["success"]:
+                raise ConformanceError(f"the expert failed task {_tid(task)} after {len(actions)} steps")
+            return actions
+    raise ConformanceError(f"the expert did not finish task {_tid(task)} within {max_steps} steps")
+
+
+def check_determinism(env: TextEnv, task: Task | str, seed: int, actions: list[str]) -> None:
+    """Same task + seed + actions must give the same observations, rewards and flags."""
+    first, second = _play(env, task, seed, actions), _play(env, task, seed, actions)
+    if first != second:
+        raise ConformanceError(f"task {_tid(task)}: two runs with seed {seed} and the same actions differ")
+
+
+def check_malformed_actions(env: TextEnv, task: Task | str, seed: int) -> None:
+    """Malformed strings and non-strings never raise; they give valid=False and a text observation."""
+    for action in [*MALFORMED_ACTIONS, 42, None]:
+        env.reset(seed=seed, options={"task": task})
+        try:
+            obs, _, _, _, info = env.step(action)  # type: ignore[arg-type]
+        except Exception as e:
+            raise ConformanceError(f"step({action!r}) raised {e!r}; it must return an observation") from e
+        if not isinstance(obs, str) or not obs.strip():
+            raise ConformanceError(f"step({action!r}) must explain the problem in the observation")
+        if info.get("valid") is not False:
+            raise ConformanceError(f"step({action!r}) must set info['valid'] = False")
+
+
+def check_snapshot_restore(env: TextEnv, task: Task | str, seed: int, actions: list[str]) -> None:
+    """Restoring a snapshot and replaying the rest gives the same continuation."""
+    env.reset(seed=seed, options={"task": task})
+    half = len(actions) // 2
+    for a in actions[:half]:
+        env.step(a)
+    snap = env.snapshot()
+    rest = [env.step(a)[:4] for a in actions[half:]]
+    for _ in range(2):  # a snapshot stays reusable
+        env.restore(snap)
+        if [env.step(a)[:4] for a in actions[half:]] != rest:
+            raise ConformanceError(f"task {_tid(task)}: restore() does not reproduce the continuation")
+
+
+def check_inaction_never_succeeds(env: TextEnv, task: Task | str, seed: int, max_steps: int) -> None:
+    """Only invalid actions until the limit: the task must not count as solved."""
+    env.reset(seed=seed, options={"task": task})
+    for t in range(max_steps):
+        _, _, terminated, truncated, info = env.step(MALFORMED_ACTIONS[t % len(MALFORMED_ACTIONS)])
+        if info.get("success"):
+            raise ConformanceError(f"task {_tid(task)} counts as solved after {t + 1} invalid actions")
+        if terminated or truncated:
+            _check_final_info(info, task)
+            return
+
+
+def _play(env: TextEnv, task: Task | str, seed: int, actions: list[str]) -> list[Any]:
+    trace: list[Any] = [env.reset(seed=seed, options={"task": task})[0]]
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        trace.append((obs, reward, terminated, truncated, info.get("valid")))
+        if terminated or truncated:
+            break
+    return trace
+
+
+def _check_final_info(info: dict[str, Any], task: Task | str) -> None:
+    missing = {"success", "score"} - set(info)
+    if missing:
+        raise ConformanceError(f"task {_tid(task)}: final info lacks {sorted(missing)}")
+    if not 0.0 <= float(info["score"]) <= 1.0:
+        raise ConformanceError(f"task {_tid(task)}: score {info['score']} is outside [0, 1]")
+
+
+def _tid(task: Task | str) -> str:
+    return task if isinstance(task, str) else task.id
