@@ -34,6 +34,10 @@ _STEPS = {
     "agent_latency_s": float, "env_latency_s": float, "usage": str,
 }
 
+_INSERT_EPISODE = (f"insert or replace into episodes ({', '.join(_EPISODES)}) "
+                   f"values ({', '.join(':' + c for c in _EPISODES)})")
+_INSERT_STEP = f"insert into steps ({', '.join(_STEPS)}) values ({', '.join(':' + c for c in _STEPS)})"
+
 
 class Store:
     """Results of evaluation runs in one SQLite file (``None`` or ``":memory:"`` for in-memory)."""
@@ -99,10 +103,12 @@ class Store:
     def save_episode(self, run_id: str, ep: Episode, tags: list[str] | None = None) -> None:
         """Write an episode and its steps atomically, replacing an earlier attempt of the same key."""
         key = [run_id, ep.task_id, ep.sample]
-        with self.db.conn:
-            self.db.execute("delete from steps where run_id=? and task_id=? and sample=?", key)
-            self.db["episodes"].insert(_episode_row(run_id, ep, tags or []), replace=True)
-            self.db["steps"].insert_all((_step_row(key, s) for s in ep.steps), batch_size=500)
+        # Plain executes on purpose: sqlite-utils' insert helpers commit on their own, which would
+        # split this into several transactions and let a kill leave an episode without its steps.
+        with self.db.conn as conn:
+            conn.execute("delete from steps where run_id=? and task_id=? and sample=?", key)
+            conn.execute(_INSERT_EPISODE, _episode_row(run_id, ep, tags or []))
+            conn.executemany(_INSERT_STEP, (_step_row(key, s) for s in ep.steps))
 
     def episode_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Episode summaries (no steps) of a run, with ``tags`` decoded."""

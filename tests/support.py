@@ -1,0 +1,53 @@
+"""Test doubles for the runner tests: envs and agents that fail or go slowly on purpose."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agentgym.agent import Action
+from agentgym.episode import Usage
+from agentgym.registry import register
+from agentgym.task import Task, TaskSuite
+from agentgym.testing.noop import NoOpEnv
+
+
+class ExplodingEnv(NoOpEnv):
+    """A NoOp env whose step raises on tasks whose id contains 'boom'."""
+
+    def _step(self, action: str) -> Any:
+        if "boom" in self.task.id:
+            raise RuntimeError("env exploded on purpose")
+        return super()._step(action)
+
+
+class SlowNoopAgent:
+    """Sends noop after a pause, reporting fake-but-deterministic token usage."""
+
+    def __init__(self, env: Any, delay: float = 0.02) -> None:
+        self.delay = delay
+
+    def reset(self, info: dict[str, Any]) -> None:
+        pass
+
+    def act(self, observation: str, info: dict[str, Any]) -> Action:
+        time.sleep(self.delay)
+        return Action("noop", Usage(prompt_tokens=10, completion_tokens=2, cost=0.001))
+
+
+class RaisingAgent:
+    def __init__(self, env: Any) -> None:
+        pass
+
+    def reset(self, info: dict[str, Any]) -> None:
+        pass
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        raise ValueError("agent failed on purpose")
+
+
+def exploding_suite(n_ok: int, n_boom: int) -> TaskSuite:
+    register("agentgym/Exploding-v0", "support:ExplodingEnv")
+    tasks = [Task(id=f"{'boom' if i >= n_ok else 'ok'}-{i}", env="agentgym/Exploding-v0",
+                  instruction="noop", config={"length": 3}, tags=["x"]) for i in range(n_ok + n_boom)]
+    return TaskSuite("exploding", tasks)
