@@ -20,10 +20,32 @@ from agentgym.task import Task, TaskFileError, TaskSuite
 __version__ = "0.1.0"
 
 __all__ = [
-    "Action", "Agent", "EnvSpec", "Episode", "ExpertAgent", "HumanAgent", "NoExpert", "RandomAgent",
-    "ResetNeeded", "RunResult", "Snapshot", "Step", "Store", "Task", "TaskFileError", "TaskSuite",
-    "TextEnv", "UnicodeText", "Usage", "agent_factory", "evaluate", "list_envs", "make", "register",
-    "rollout", "spec",
+    "Action",
+    "Agent",
+    "EnvSpec",
+    "Episode",
+    "ExpertAgent",
+    "HumanAgent",
+    "NoExpert",
+    "RandomAgent",
+    "ResetNeeded",
+    "RunResult",
+    "Snapshot",
+    "Step",
+    "Store",
+    "Task",
+    "TaskFileError",
+    "TaskSuite",
+    "TextEnv",
+    "UnicodeText",
+    "Usage",
+    "agent_factory",
+    "evaluate",
+    "list_envs",
+    "make",
+    "register",
+    "rollout",
+    "spec",
 ]
 
 # Registers the built-in and third-party envs (in memory only) so gymnasium.make("agentgym/...") works.

@@ -96,9 +96,18 @@ class HumanAgent:
     def act(self, observation: str, info: dict[str, Any]) -> str:
         self.console.print(observation, markup=False, highlight=False)
         if info.get("available_actions"):
-            self.console.print(f"[dim]{len(info['available_actions'])} available actions, e.g. "
-                               f"{', '.join(info['available_actions'][:5])}[/dim]")
-        return input(self.prompt)
+            self.console.print(
+                f"[dim]{len(info['available_actions'])} available actions, e.g. "
+                f"{', '.join(info['available_actions'][:5])}[/dim]"
+            )
+        try:
+            return input(self.prompt)
+        except EOFError:
+            raise HumanQuit("the player closed the input") from None
+
+
+class HumanQuit(KeyboardInterrupt):
+    """The person at the terminal ended the game (Ctrl-D); like Ctrl-C, it stops the rollout."""
 
 
 BUILTIN_AGENTS: dict[str, Callable[..., Agent]] = {

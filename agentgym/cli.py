@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
@@ -21,12 +21,16 @@ from agentgym.runner import Progress as RunProgress
 from agentgym.store import Store
 from agentgym.task import TaskFileError
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
-                  help="Step text environments, evaluate agents, report results.")
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    help="Step text environments, evaluate agents, report results.",
+)
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
 app.add_typer(tasks_app, name="tasks")
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one error, one line: greppable
 
 DEFAULT_DB = "agentgym.db"
 
@@ -65,12 +69,14 @@ def tasks_list() -> None:
     for name in builtin_suites():
         suite = TaskSuite.load(name)
         tags = sorted({t for task in suite for t in task.tags})
-        table.add_row(name, str(len(suite)), ", ".join(sorted({t.env for t in suite})), ", ".join(tags))
+        table.add_row(
+            name, str(len(suite)), ", ".join(sorted({t.env for t in suite})), ", ".join(tags)
+        )
     console.print(table)
 
 
 @tasks_app.command("show")
-def tasks_show(suite: str, task_id: Annotated[Optional[str], typer.Argument()] = None) -> None:
+def tasks_show(suite: str, task_id: Annotated[str | None, typer.Argument()] = None) -> None:
     """Show one task of SUITE as JSON (the first one without TASK_ID)."""
     from agentgym.task import TaskSuite
 
@@ -92,7 +98,8 @@ def tasks_validate(suites: list[str]) -> None:
         for p in problems:
             err_console.print(p, highlight=False, markup=False)
         bad += len(problems)
-        console.print(f"{suite}: {'[green]ok[/green]' if not problems else f'[red]{len(problems)} problem(s)[/red]'}")
+        verdict = "[green]ok[/green]" if not problems else f"[red]{len(problems)} problem(s)[/red]"
+        console.print(f"{suite}: {verdict}", soft_wrap=True)
     if bad:
         raise typer.Exit(1)
 
@@ -100,7 +107,7 @@ def tasks_validate(suites: list[str]) -> None:
 @app.command()
 def play(
     env: str,
-    task: Annotated[Optional[str], typer.Option(help="Task id from the env's default suite")] = None,
+    task: Annotated[str | None, typer.Option(help="Task id from the env's default suite")] = None,
     seed: int = 0,
 ) -> None:
     """Play ENV yourself in the terminal."""
@@ -111,31 +118,39 @@ def play(
         environment = agentgym.make(env)
     try:
         ep = agentgym.rollout(environment, HumanAgent(), task, seed=seed)
-    except (KeyboardInterrupt, EOFError):
+    except KeyboardInterrupt:  # Ctrl-C, or Ctrl-D at the prompt
         console.print("\n[yellow]stopped[/yellow]")
         raise typer.Exit(130) from None
     if ep.status == "error":
         err_console.print(ep.error, markup=False)
         raise typer.Exit(1)
     console.print(ep.steps[-1].observation if ep.steps else "", markup=False)
-    console.print(f"[bold]{'success' if ep.success else 'failure'}[/bold]: score {ep.score:.3f}, "
-                  f"{ep.n_steps} steps")
+    console.print(
+        f"[bold]{'success' if ep.success else 'failure'}[/bold]: score {ep.score:.3f}, "
+        f"{ep.n_steps} steps"
+    )
 
 
 @app.command("eval")
 def eval_(
     suite: Annotated[str, typer.Argument(help="Suite name (e.g. clarify/test) or JSONL path")],
-    agent: Annotated[list[str], typer.Option("--agent", "-a", help="Agent spec; repeat to compare")],
+    agent: Annotated[
+        list[str], typer.Option("--agent", "-a", help="Agent spec; repeat to compare")
+    ],
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1)] = 8,
     samples: Annotated[int, typer.Option("--samples", "-k", min=1, help="Episodes per task")] = 1,
-    db: Annotated[Path, typer.Option(help="SQLite file; rerunning the same command resumes")] = Path(DEFAULT_DB),
-    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Step limit per episode")] = None,
-    time_limit: Annotated[Optional[float], typer.Option(help="Seconds per episode")] = None,
+    db: Annotated[
+        Path, typer.Option(help="SQLite file; rerunning the same command resumes")
+    ] = Path(DEFAULT_DB),
+    max_steps: Annotated[int | None, typer.Option(min=1, help="Step limit per episode")] = None,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds per episode")] = None,
     seed: int = 0,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks")] = None,
-    tag: Annotated[Optional[list[str]], typer.Option(help="Only tasks with this tag")] = None,
-    retry_errors: Annotated[bool, typer.Option(help="Rerun episodes that ended in an error")] = False,
-    plot: Annotated[Optional[Path], typer.Option(help="Also save a plot to this PNG")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Only tasks with this tag")] = None,
+    retry_errors: Annotated[
+        bool, typer.Option(help="Rerun episodes that ended in an error")
+    ] = False,
+    plot: Annotated[Path | None, typer.Option(help="Also save a plot to this PNG")] = None,
 ) -> None:
     """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
     import agentgym
@@ -152,13 +167,22 @@ def eval_(
         with _progress(spec) as on_episode:
             try:
                 result = agentgym.evaluate(
-                    tasks, spec, concurrency=concurrency, samples=samples, db=store,
-                    max_steps=max_steps, time_limit_s=time_limit, seed=seed,
-                    retry_errors=retry_errors, on_episode=on_episode,
+                    tasks,
+                    spec,
+                    concurrency=concurrency,
+                    samples=samples,
+                    db=store,
+                    max_steps=max_steps,
+                    time_limit_s=time_limit,
+                    seed=seed,
+                    retry_errors=retry_errors,
+                    on_episode=on_episode,
                 )
             except KeyboardInterrupt:
-                err_console.print(f"[yellow]interrupted[/yellow]: finished episodes are in {db}; "
-                                  "rerun the same command to resume")
+                err_console.print(
+                    f"[yellow]interrupted[/yellow]: finished episodes are in {db}; "
+                    "rerun the same command to resume"
+                )
                 store.close()
                 os._exit(130)  # in-flight episode threads must not keep the process alive
         run_ids.append(result.run_id)
@@ -167,15 +191,25 @@ def eval_(
 
 @contextlib.contextmanager
 def _progress(label: str) -> Iterator[Callable[[Episode, RunProgress], None]]:
-    columns = [TextColumn(f"[bold]{label}[/bold]"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("success {task.fields[rate]}"), TextColumn("{task.fields[eps]} ep/s"),
-               TimeRemainingColumn()]
+    columns = [
+        TextColumn(f"[bold]{label}[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("success {task.fields[rate]}"),
+        TextColumn("{task.fields[eps]} ep/s"),
+        TimeRemainingColumn(),
+    ]
     with Progress(*columns, console=err_console, transient=False) as bar:
         job = bar.add_task(label, total=None, rate="-", eps="-")
 
         def on_episode(ep: Episode, p: RunProgress) -> None:
-            bar.update(job, total=p.total, completed=p.skipped + p.done,
-                       rate=f"{p.successes / p.done:.3f}", eps=f"{p.episodes_per_s:.1f}")
+            bar.update(
+                job,
+                total=p.total,
+                completed=p.skipped + p.done,
+                rate=f"{p.successes / p.done:.3f}",
+                eps=f"{p.episodes_per_s:.1f}",
+            )
 
         yield on_episode
 
@@ -183,8 +217,8 @@ def _progress(label: str) -> Iterator[Callable[[Episode, RunProgress], None]]:
 @app.command()
 def report(
     db: Path,
-    run: Annotated[Optional[list[str]], typer.Option(help="Run id (prefix) or name; repeat")] = None,
-    plot: Annotated[Optional[Path], typer.Option(help="Save a PNG plot")] = None,
+    run: Annotated[list[str] | None, typer.Option(help="Run id (prefix) or name; repeat")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Save a PNG plot")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print summaries as JSON")] = False,
 ) -> None:
     """Report runs in DB: success with 95% Wilson intervals, score, pass@k, pass^k, cost."""
@@ -199,9 +233,18 @@ def report(
 
             from agentgym.report import run_summaries
 
-            out = [{"run": r["id"], "agent": r["agent"], "suite": r["suite"],
-                    "groups": [asdict(s) | {"success_rate": s.success_rate, "ci95": s.interval} for s in sums]}
-                   for r, sums in run_summaries(store, run)]
+            out = [
+                {
+                    "run": r["id"],
+                    "agent": r["agent"],
+                    "suite": r["suite"],
+                    "groups": [
+                        asdict(s) | {"success_rate": s.success_rate, "ci95": s.interval}
+                        for s in sums
+                    ],
+                }
+                for r, sums in run_summaries(store, run)
+            ]
             sys.stdout.write(json.dumps(out, indent=2) + "\n")
             return
         _print_report(store, run, plot)
@@ -219,14 +262,20 @@ def _print_report(store: Store, runs: list[str] | None, plot: Path | None) -> No
 @app.command()
 def export(
     db: Path,
-    run: Annotated[Optional[str], typer.Option(help="Run id (prefix) or name; default: all runs")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="episodes | chat (OpenAI messages for SFT)")] = "episodes",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File (default stdout)")] = None,
+    run: Annotated[
+        str | None, typer.Option(help="Run id (prefix) or name; default: all runs")
+    ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="episodes | chat (OpenAI messages for SFT)")
+    ] = "episodes",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default stdout)")
+    ] = None,
     success_only: Annotated[bool, typer.Option(help="Only successful episodes")] = False,
 ) -> None:
     """Export episodes of DB as JSONL."""
     import agentgym
-    from agentgym.export import write_jsonl
+    from agentgym.export import ExportFormat, write_jsonl
 
     with user_errors():
         if fmt not in ("episodes", "chat"):
@@ -236,8 +285,13 @@ def export(
         store = agentgym.Store(db)
         runs = [store.run(run)] if run else store.runs()
     prompts = {s.id: getattr(s.load(), "system_prompt", "") for s in agentgym.list_envs()}
-    with (open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout)) as out:
-        n = sum(write_jsonl(store.episodes(r["id"]), out, fmt, success_only, prompts) for r in runs)  # type: ignore[arg-type]
+    kind: ExportFormat = "chat" if fmt == "chat" else "episodes"
+    with (
+        open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out
+    ):
+        n = sum(
+            write_jsonl(store.episodes(r["id"]), out, kind, success_only, prompts) for r in runs
+        )
     err_console.print(f"exported {n} episode(s)")
 
 

@@ -44,7 +44,7 @@ class Snapshot:
 class TextEnv(gymnasium.Env[str, str]):
     """Base class of single-agent agentgym environments (text in, text out)."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"]}
     # set in ALL subclasses:
     config_model: ClassVar[type[BaseModel]]
     """Pydantic model that validates ``Task.config`` for this env."""
@@ -57,14 +57,18 @@ class TextEnv(gymnasium.Env[str, str]):
     observation_space = UnicodeText(max_length=1 << 20)
     action_space = UnicodeText(max_length=1 << 14)
 
-    def __init__(self, suite: str | TaskSuite | None = None, render_mode: str | None = None) -> None:
+    def __init__(
+        self, suite: str | TaskSuite | None = None, render_mode: str | None = None
+    ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
             )
         self.render_mode = render_mode
         self._suite = suite if isinstance(suite, TaskSuite) else None
-        self.suite_name = suite.name if isinstance(suite, TaskSuite) else suite or self.default_suite
+        self.suite_name = (
+            suite.name if isinstance(suite, TaskSuite) else suite or self.default_suite
+        )
         self.task: Task | None = None
         self.config: Any = None
         self.state: Any = None
@@ -110,7 +114,11 @@ class TextEnv(gymnasium.Env[str, str]):
             raise ResetNeeded("call reset() before step()")
         if self.done:
             obs, reward, terminated, truncated, info = (
-                "The episode is over; call reset() to start a new one.", 0.0, True, False, {"valid": False}
+                "The episode is over; call reset() to start a new one.",
+                0.0,
+                True,
+                False,
+                {"valid": False},
             )
         elif not isinstance(action, str):
             obs, reward, terminated, truncated, info = self._step_invalid(
@@ -140,14 +148,20 @@ class TextEnv(gymnasium.Env[str, str]):
         if self.task is None:
             raise ResetNeeded("call reset() before snapshot()")
         return Snapshot(
-            type(self), self.task, copy.deepcopy(self.config), copy.deepcopy(self.state),
-            copy.deepcopy(self.np_random.bit_generator.state), self.done,
+            type(self),
+            self.task,
+            copy.deepcopy(self.config),
+            copy.deepcopy(self.state),
+            copy.deepcopy(dict(self.np_random.bit_generator.state)),
+            self.done,
         )
 
     def restore(self, snapshot: Snapshot) -> None:
         """Return to a state taken by :meth:`snapshot`; the snapshot stays reusable."""
         if snapshot.env_type is not type(self):
-            raise TypeError(f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}")
+            raise TypeError(
+                f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}"
+            )
         self.task, self.done = snapshot.task, snapshot.done
         self.config = copy.deepcopy(snapshot.config)
         self.state = copy.deepcopy(snapshot.state)
@@ -159,7 +173,9 @@ class TextEnv(gymnasium.Env[str, str]):
         """The env's default task suite, loaded on first use."""
         if self._suite is None:
             if self.suite_name is None:
-                raise ValueError(f"{type(self).__name__} has no default suite: pass options={{'task': Task}}")
+                raise ValueError(
+                    f"{type(self).__name__} has no default suite: pass options={{'task': Task}}"
+                )
             self._suite = TaskSuite.load(self.suite_name)
         return self._suite
 
@@ -172,4 +188,6 @@ class TextEnv(gymnasium.Env[str, str]):
             return self.suite[task]
         if task is None:
             return self.suite.tasks[int(self.np_random.integers(len(self.suite)))]
-        raise TypeError(f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}")
+        raise TypeError(
+            f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}"
+        )

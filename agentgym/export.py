@@ -21,12 +21,22 @@ def to_chat(ep: Episode, system_prompt: str = "") -> dict[str, Any]:
         messages.append({"role": "assistant", "content": step.action})
         if i < len(ep.steps) - 1:
             messages.append({"role": "user", "content": step.observation})
-    return {"messages": messages, "task_id": ep.task_id, "sample": ep.sample,
-            "success": ep.success, "score": ep.score}
+    return {
+        "messages": messages,
+        "task_id": ep.task_id,
+        "sample": ep.sample,
+        "success": ep.success,
+        "score": ep.score,
+    }
 
 
-def write_jsonl(episodes: Iterable[Episode], out: IO[str], fmt: ExportFormat = "episodes",
-                only_success: bool = False, system_prompts: dict[str, str] | None = None) -> int:
+def write_jsonl(
+    episodes: Iterable[Episode],
+    out: IO[str],
+    fmt: ExportFormat = "episodes",
+    only_success: bool = False,
+    system_prompts: dict[str, str] | None = None,
+) -> int:
     """Write episodes as JSONL in ``fmt``; return how many rows were written."""
     n = 0
     for row in _rows(episodes, fmt, only_success, system_prompts or {}):
@@ -35,9 +45,15 @@ def write_jsonl(episodes: Iterable[Episode], out: IO[str], fmt: ExportFormat = "
     return n
 
 
-def _rows(episodes: Iterable[Episode], fmt: ExportFormat, only_success: bool,
-          system_prompts: dict[str, str]) -> Iterator[dict[str, Any]]:
+def _rows(
+    episodes: Iterable[Episode],
+    fmt: ExportFormat,
+    only_success: bool,
+    system_prompts: dict[str, str],
+) -> Iterator[dict[str, Any]]:
     for ep in episodes:
         if only_success and not ep.success:
             continue
-        yield ep.model_dump() if fmt == "episodes" else to_chat(ep, system_prompts.get(ep.env_id, ""))
+        yield (
+            ep.model_dump() if fmt == "episodes" else to_chat(ep, system_prompts.get(ep.env_id, ""))
+        )

@@ -75,8 +75,12 @@ def summarize(rows: Iterable[dict[str, Any]], group: str = "all") -> Summary:
         return sum(float(r[key] or 0) for r in rows) / n if n else 0.0
 
     return Summary(
-        group=group, tasks=len(by_task), episodes=n, successes=sum(bool(r["success"]) for r in rows),
-        errors=sum(r["status"] == "error" for r in rows), mean_score=mean("score"),
+        group=group,
+        tasks=len(by_task),
+        episodes=n,
+        successes=sum(bool(r["success"]) for r in rows),
+        errors=sum(r["status"] == "error" for r in rows),
+        mean_score=mean("score"),
         mean_steps=mean("steps"),
         mean_tokens=mean("prompt_tokens") + mean("completion_tokens"),
         total_cost=sum(float(r["cost"] or 0) for r in rows),
@@ -89,7 +93,9 @@ def summarize_by_tag(rows: Iterable[dict[str, Any]]) -> list[Summary]:
     """One summary for all rows, then one per tag (sorted)."""
     rows = list(rows)
     tags = sorted({t for r in rows for t in r["tags"]})
-    return [summarize(rows)] + [summarize([r for r in rows if tag in r["tags"]], tag) for tag in tags]
+    return [summarize(rows)] + [
+        summarize([r for r in rows if tag in r["tags"]], tag) for tag in tags
+    ]
 
 
 def _mean(values: Iterable[float]) -> float:

@@ -34,7 +34,7 @@ class EnvSpec:
     description: str = ""
     """One line for ``agentgym envs``."""
 
-    def load(self) -> type:
+    def load(self) -> type[Any]:
         """Import and return the env class."""
         module, _, attr = self.entry_point.partition(":")
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
@@ -69,7 +69,9 @@ def load_plugins() -> None:
         try:
             ep.load()()
         except Exception as e:  # a broken third-party plugin must not break agentgym
-            warnings.warn(f"agentgym env plugin {ep.name!r} ({ep.value}) failed to load: {e!r}", stacklevel=2)
+            warnings.warn(
+                f"agentgym env plugin {ep.name!r} ({ep.value}) failed to load: {e!r}", stacklevel=2
+            )
 
 
 def list_envs() -> list[EnvSpec]:

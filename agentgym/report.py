@@ -11,7 +11,9 @@ from agentgym.metrics import Summary, summarize_by_tag
 from agentgym.store import Store
 
 
-def run_summaries(store: Store, run_refs: list[str] | None = None) -> list[tuple[dict[str, Any], list[Summary]]]:
+def run_summaries(
+    store: Store, run_refs: list[str] | None = None
+) -> list[tuple[dict[str, Any], list[Summary]]]:
     """(run, [overall summary, per-tag summaries]) for the given runs, or every run in the store."""
     runs = [store.run(r) for r in run_refs] if run_refs else store.runs()
     return [(run, summarize_by_tag(store.episode_rows(run["id"]))) for run in runs]
@@ -34,13 +36,22 @@ def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
         for s in sums:
             lo, hi = s.interval
             cells = [
-                f"{run['id'][:8]} {run['agent']}" if s.group == "all" else "", s.group, str(s.tasks),
-                str(s.episodes), f"{s.success_rate:.3f}", f"[{lo:.3f}, {hi:.3f}]", f"{s.mean_score:.3f}",
+                f"{run['id'][:8]} {run['agent']}" if s.group == "all" else "",
+                s.group,
+                str(s.tasks),
+                str(s.episodes),
+                f"{s.success_rate:.3f}",
+                f"[{lo:.3f}, {hi:.3f}]",
+                f"{s.mean_score:.3f}",
             ]
             for k in ks:
                 cells += [_fmt(s.pass_at.get(k)), _fmt(s.pass_hat.get(k))]
-            cells += [f"{s.mean_steps:.1f}", f"{s.mean_tokens:.0f}", f"{s.total_cost:.4f}",
-                      f"[red]{s.errors}[/red]" if s.errors else "0"]
+            cells += [
+                f"{s.mean_steps:.1f}",
+                f"{s.mean_tokens:.0f}",
+                f"{s.total_cost:.4f}",
+                f"[red]{s.errors}[/red]" if s.errors else "0",
+            ]
             table.add_row(*cells)
     return table
 
@@ -66,7 +77,14 @@ def plot_runs(results: list[tuple[dict[str, Any], list[Summary]]], path: str | P
                 ys.append(s.success_rate)
                 err_lo.append(s.success_rate - lo)
                 err_hi.append(hi - s.success_rate)
-        ax.bar(xs, ys, width, yerr=[err_lo, err_hi], capsize=3, label=f"{run['agent']} ({run['id'][:8]})")
+        ax.bar(
+            xs,
+            ys,
+            width,
+            yerr=[err_lo, err_hi],
+            capsize=3,
+            label=f"{run['agent']} ({run['id'][:8]})",
+        )
     ax.set_xticks([j + width * (len(results) - 1) / 2 for j in range(len(groups))], groups)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate (95% Wilson CI)")

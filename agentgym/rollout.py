@@ -37,8 +37,13 @@ def rollout(
 ) -> Episode:
     """Run ``agent`` on ``task`` in ``env`` until the env ends the episode or a limit is hit."""
     started = time.time()
-    episode = Episode(task_id=getattr(task, "id", task or ""), env_id=_env_id(env), sample=sample,
-                      seed=seed, started_at=started)
+    episode = Episode(
+        task_id=task.id if isinstance(task, Task) else task or "",
+        env_id=_env_id(env),
+        sample=sample,
+        seed=seed,
+        started_at=started,
+    )
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     try:
         obs, info = env.reset(seed=seed, options={"task": task})
@@ -55,14 +60,26 @@ def rollout(
             t0 = time.perf_counter()
             action = agent.act(obs, info)
             t1 = time.perf_counter()
-            text, usage = (action.text, action.usage) if isinstance(action, Action) else (action, Usage())
+            text, usage = (
+                (action.text, action.usage) if isinstance(action, Action) else (action, Usage())
+            )
             obs, reward, terminated, truncated, info = env.step(text)
             t2 = time.perf_counter()
-            episode.steps.append(Step(
-                t=len(episode.steps), action=text, observation=obs, reward=reward,
-                terminated=terminated, truncated=truncated, valid=info.get("valid", True),
-                info=_jsonable(info), agent_latency_s=t1 - t0, env_latency_s=t2 - t1, usage=usage,
-            ))
+            episode.steps.append(
+                Step(
+                    t=len(episode.steps),
+                    action=text,
+                    observation=obs,
+                    reward=reward,
+                    terminated=terminated,
+                    truncated=truncated,
+                    valid=info.get("valid", True),
+                    info=_jsonable(info),
+                    agent_latency_s=t1 - t0,
+                    env_latency_s=t2 - t1,
+                    usage=usage,
+                )
+            )
             episode.reward += reward
             if terminated or truncated:
                 episode.status = "completed" if terminated else "limit"

@@ -94,25 +94,46 @@ def evaluate(
         raise ValueError(f"concurrency and samples must be >= 1, got {concurrency} and {samples}")
     suite = TaskSuite.load(suite) if isinstance(suite, str) else suite
     factory = agent_factory(agent) if isinstance(agent, str) else agent
-    agent_name = agent if isinstance(agent, str) else getattr(agent, "__name__", type(agent).__name__)
+    agent_name = (
+        agent if isinstance(agent, str) else getattr(agent, "__name__", type(agent).__name__)
+    )
     config = {
-        "suite": suite.name, "suite_sha256": _suite_digest(suite), "agent": agent_name,
-        "samples": samples, "max_steps": max_steps, "time_limit_s": time_limit_s, "seed": seed,
+        "suite": suite.name,
+        "suite_sha256": _suite_digest(suite),
+        "agent": agent_name,
+        "samples": samples,
+        "max_steps": max_steps,
+        "time_limit_s": time_limit_s,
+        "seed": seed,
     }
     store = db if isinstance(db, Store) else Store(db)
     run_id = run_id_for({**config, "name": name})
-    store.start_run(run_id, name or f"{agent_name} on {suite.name}", suite.name, agent_name, config,
-                    _versions(), _git_sha())
+    store.start_run(
+        run_id,
+        name or f"{agent_name} on {suite.name}",
+        suite.name,
+        agent_name,
+        config,
+        _versions(),
+        _git_sha(),
+    )
     done = store.finished(run_id, include_errors=not retry_errors)
     todo = [(t, s) for t in suite for s in range(samples) if (t.id, s) not in done]
     progress = Progress(total=len(suite) * samples, skipped=len(suite) * samples - len(todo))
-    new = asyncio.run(_run_all(todo, factory, store, run_id, concurrency, config, progress, on_episode))
+    new = asyncio.run(
+        _run_all(todo, factory, store, run_id, concurrency, config, progress, on_episode)
+    )
     return RunResult(run_id, store, new, progress)
 
 
 async def _run_all(
-    todo: list[tuple[Task, int]], factory: AgentFactory, store: Store, run_id: str,
-    concurrency: int, config: dict[str, Any], progress: Progress,
+    todo: list[tuple[Task, int]],
+    factory: AgentFactory,
+    store: Store,
+    run_id: str,
+    concurrency: int,
+    config: dict[str, Any],
+    progress: Progress,
     on_episode: Callable[[Episode, Progress], None] | None,
 ) -> list[Episode]:
     loop = asyncio.get_running_loop()
@@ -126,11 +147,22 @@ async def _run_all(
             env = cache.get(task.env) or cache.setdefault(task.env, make(task.env))
             agent: Agent = factory(env)
         except Exception as e:  # a task naming a broken env is an errored episode, not a crash
-            return Episode(task_id=task.id, env_id=task.env, sample=sample, status="error",
-                           error="".join(traceback.format_exception(e)))
-        return rollout(env, agent, task, seed=episode_seed(config["seed"], task.id, sample),
-                       sample=sample, max_steps=config["max_steps"],
-                       time_limit_s=config["time_limit_s"])
+            return Episode(
+                task_id=task.id,
+                env_id=task.env,
+                sample=sample,
+                status="error",
+                error="".join(traceback.format_exception(e)),
+            )
+        return rollout(
+            env,
+            agent,
+            task,
+            seed=episode_seed(config["seed"], task.id, sample),
+            sample=sample,
+            max_steps=config["max_steps"],
+            time_limit_s=config["time_limit_s"],
+        )
 
     async def worker() -> None:
         for task, sample in pending:  # workers share one iterator: each item runs once
@@ -170,7 +202,9 @@ def _versions() -> dict[str, str]:
 
 def _git_sha() -> str | None:
     try:
-        res = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None if res.returncode == 0 else None

@@ -19,24 +19,61 @@ from agentgym.episode import Episode, Step, Usage
 SCHEMA_VERSION = 1
 
 _RUNS = {
-    "id": str, "name": str, "suite": str, "agent": str, "config": str, "versions": str,
-    "git_sha": str, "created_at": float,
+    "id": str,
+    "name": str,
+    "suite": str,
+    "agent": str,
+    "config": str,
+    "versions": str,
+    "git_sha": str,
+    "created_at": float,
 }
 _EPISODES = {
-    "run_id": str, "task_id": str, "sample": int, "env_id": str, "seed": int, "status": str,
-    "reward": float, "success": int, "score": float, "steps": int, "prompt_tokens": int,
-    "completion_tokens": int, "cost": float, "started_at": float, "duration_s": float, "error": str,
-    "instruction": str, "first_observation": str, "tags": str, "format_version": int,
+    "run_id": str,
+    "task_id": str,
+    "sample": int,
+    "env_id": str,
+    "seed": int,
+    "status": str,
+    "reward": float,
+    "success": int,
+    "score": float,
+    "steps": int,
+    "prompt_tokens": int,
+    "completion_tokens": int,
+    "cost": float,
+    "started_at": float,
+    "duration_s": float,
+    "error": str,
+    "instruction": str,
+    "first_observation": str,
+    "tags": str,
+    "format_version": int,
 }
 _STEPS = {
-    "run_id": str, "task_id": str, "sample": int, "t": int, "action": str, "observation": str,
-    "reward": float, "terminated": int, "truncated": int, "valid": int, "info": str,
-    "agent_latency_s": float, "env_latency_s": float, "usage": str,
+    "run_id": str,
+    "task_id": str,
+    "sample": int,
+    "t": int,
+    "action": str,
+    "observation": str,
+    "reward": float,
+    "terminated": int,
+    "truncated": int,
+    "valid": int,
+    "info": str,
+    "agent_latency_s": float,
+    "env_latency_s": float,
+    "usage": str,
 }
 
-_INSERT_EPISODE = (f"insert or replace into episodes ({', '.join(_EPISODES)}) "
-                   f"values ({', '.join(':' + c for c in _EPISODES)})")
-_INSERT_STEP = f"insert into steps ({', '.join(_STEPS)}) values ({', '.join(':' + c for c in _STEPS)})"
+_INSERT_EPISODE = (
+    f"insert or replace into episodes ({', '.join(_EPISODES)}) "
+    f"values ({', '.join(':' + c for c in _EPISODES)})"
+)
+_INSERT_STEP = (
+    f"insert into steps ({', '.join(_STEPS)}) values ({', '.join(':' + c for c in _STEPS)})"
+)
 
 
 class Store:
@@ -55,26 +92,45 @@ class Store:
         self._create()
 
     def _create(self) -> None:
-        self.db["runs"].create(_RUNS, pk="id", if_not_exists=True)
-        self.db["episodes"].create(
-            _EPISODES, pk=("run_id", "task_id", "sample"), if_not_exists=True,
+        self.db.table("runs").create(_RUNS, pk="id", if_not_exists=True)
+        self.db.table("episodes").create(
+            _EPISODES,
+            pk=("run_id", "task_id", "sample"),
+            if_not_exists=True,
             not_null={"run_id", "task_id", "sample", "status"},
         )
-        self.db["steps"].create(_STEPS, pk=("run_id", "task_id", "sample", "t"), if_not_exists=True)
+        self.db.table("steps").create(
+            _STEPS, pk=("run_id", "task_id", "sample", "t"), if_not_exists=True
+        )
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.close()
 
     # ------------------------------------------------------------------ runs
-    def start_run(self, run_id: str, name: str, suite: str, agent: str, config: dict[str, Any],
-                  versions: dict[str, str], git_sha: str | None) -> None:
+    def start_run(
+        self,
+        run_id: str,
+        name: str,
+        suite: str,
+        agent: str,
+        config: dict[str, Any],
+        versions: dict[str, str],
+        git_sha: str | None,
+    ) -> None:
         """Record a run unless it exists (a rerun of the same command resumes it)."""
         with self.db.conn:
-            self.db["runs"].insert(
-                {"id": run_id, "name": name, "suite": suite, "agent": agent,
-                 "config": json.dumps(config, sort_keys=True), "versions": json.dumps(versions),
-                 "git_sha": git_sha, "created_at": time.time()},
+            self.db.table("runs").insert(
+                {
+                    "id": run_id,
+                    "name": name,
+                    "suite": suite,
+                    "agent": agent,
+                    "config": json.dumps(config, sort_keys=True),
+                    "versions": json.dumps(versions),
+                    "git_sha": git_sha,
+                    "created_at": time.time(),
+                },
                 ignore=True,
             )
 
@@ -97,8 +153,10 @@ class Store:
     def finished(self, run_id: str, include_errors: bool = True) -> set[tuple[str, int]]:
         """(task_id, sample) of the episodes already stored for ``run_id``."""
         where = "run_id = ?" + ("" if include_errors else " and status != 'error'")
-        return {(r["task_id"], r["sample"]) for r in
-                self.db.query(f"select task_id, sample from episodes where {where}", [run_id])}
+        return {
+            (r["task_id"], r["sample"])
+            for r in self.db.query(f"select task_id, sample from episodes where {where}", [run_id])
+        }
 
     def save_episode(self, run_id: str, ep: Episode, tags: list[str] | None = None) -> None:
         """Write an episode and its steps atomically, replacing an earlier attempt of the same key."""
@@ -112,8 +170,11 @@ class Store:
 
     def episode_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Episode summaries (no steps) of a run, with ``tags`` decoded."""
-        rows = list(self.db.query(
-            "select * from episodes where run_id = ? order by task_id, sample", [run_id]))
+        rows = list(
+            self.db.query(
+                "select * from episodes where run_id = ? order by task_id, sample", [run_id]
+            )
+        )
         for r in rows:
             r["tags"], r["success"] = json.loads(r["tags"] or "[]"), bool(r["success"])
         return rows
@@ -122,14 +183,23 @@ class Store:
         """Full episodes of a run, steps included."""
         for row in self.episode_rows(run_id):
             steps = [
-                Step(t=s["t"], action=s["action"], observation=s["observation"], reward=s["reward"],
-                     terminated=bool(s["terminated"]), truncated=bool(s["truncated"]),
-                     valid=bool(s["valid"]), info=json.loads(s["info"]),
-                     agent_latency_s=s["agent_latency_s"], env_latency_s=s["env_latency_s"],
-                     usage=Usage.model_validate_json(s["usage"]))
+                Step(
+                    t=s["t"],
+                    action=s["action"],
+                    observation=s["observation"],
+                    reward=s["reward"],
+                    terminated=bool(s["terminated"]),
+                    truncated=bool(s["truncated"]),
+                    valid=bool(s["valid"]),
+                    info=json.loads(s["info"]),
+                    agent_latency_s=s["agent_latency_s"],
+                    env_latency_s=s["env_latency_s"],
+                    usage=Usage.model_validate_json(s["usage"]),
+                )
                 for s in self.db.query(
                     "select * from steps where run_id=? and task_id=? and sample=? order by t",
-                    [run_id, row["task_id"], row["sample"]])
+                    [run_id, row["task_id"], row["sample"]],
+                )
             ]
             fields = {k: row[k] for k in Episode.model_fields if k in row and k != "steps"}
             yield Episode(**fields, steps=steps)
@@ -137,21 +207,43 @@ class Store:
 
 def _episode_row(run_id: str, ep: Episode, tags: list[str]) -> dict[str, Any]:
     return {
-        "run_id": run_id, "task_id": ep.task_id, "sample": ep.sample, "env_id": ep.env_id,
-        "seed": ep.seed, "status": ep.status, "reward": ep.reward, "success": int(ep.success),
-        "score": ep.score, "steps": ep.n_steps, "prompt_tokens": ep.prompt_tokens,
-        "completion_tokens": ep.completion_tokens, "cost": ep.cost, "started_at": ep.started_at,
-        "duration_s": ep.duration_s, "error": ep.error, "instruction": ep.instruction,
-        "first_observation": ep.first_observation, "tags": json.dumps(tags),
+        "run_id": run_id,
+        "task_id": ep.task_id,
+        "sample": ep.sample,
+        "env_id": ep.env_id,
+        "seed": ep.seed,
+        "status": ep.status,
+        "reward": ep.reward,
+        "success": int(ep.success),
+        "score": ep.score,
+        "steps": ep.n_steps,
+        "prompt_tokens": ep.prompt_tokens,
+        "completion_tokens": ep.completion_tokens,
+        "cost": ep.cost,
+        "started_at": ep.started_at,
+        "duration_s": ep.duration_s,
+        "error": ep.error,
+        "instruction": ep.instruction,
+        "first_observation": ep.first_observation,
+        "tags": json.dumps(tags),
         "format_version": ep.format_version,
     }
 
 
 def _step_row(key: list[Any], s: Step) -> dict[str, Any]:
     return {
-        "run_id": key[0], "task_id": key[1], "sample": key[2], "t": s.t, "action": s.action,
-        "observation": s.observation, "reward": s.reward, "terminated": int(s.terminated),
-        "truncated": int(s.truncated), "valid": int(s.valid), "info": json.dumps(s.info, default=repr),
-        "agent_latency_s": s.agent_latency_s, "env_latency_s": s.env_latency_s,
+        "run_id": key[0],
+        "task_id": key[1],
+        "sample": key[2],
+        "t": s.t,
+        "action": s.action,
+        "observation": s.observation,
+        "reward": s.reward,
+        "terminated": int(s.terminated),
+        "truncated": int(s.truncated),
+        "valid": int(s.valid),
+        "info": json.dumps(s.info, default=repr),
+        "agent_latency_s": s.agent_latency_s,
+        "env_latency_s": s.env_latency_s,
         "usage": s.usage.model_dump_json(),
     }

@@ -94,7 +94,11 @@ def builtin_suites() -> list[str]:
     names = []
     for env_dir in root.iterdir():
         if env_dir.is_dir() and not env_dir.name.startswith("_"):
-            names += [f"{env_dir.name}/{f.name[:-6]}" for f in env_dir.iterdir() if f.name.endswith(".jsonl")]
+            names += [
+                f"{env_dir.name}/{f.name[:-6]}"
+                for f in env_dir.iterdir()
+                if f.name.endswith(".jsonl")
+            ]
     return sorted(names)
 
 

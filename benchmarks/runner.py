@@ -38,7 +38,9 @@ def bare_loop(n_episodes: int, length: int) -> float:
 def runner(n_episodes: int, length: int, concurrency: int, db: Path | None) -> float:
     """Seconds for ``evaluate`` over the same episodes, storing to ``db``."""
     t0 = time.perf_counter()
-    result = agentgym.evaluate(noop_suite(n_episodes, length), "expert", concurrency=concurrency, db=db)
+    result = agentgym.evaluate(
+        noop_suite(n_episodes, length), "expert", concurrency=concurrency, db=db
+    )
     elapsed = time.perf_counter() - t0
     assert result.progress.done == n_episodes and result.progress.successes == n_episodes
     return elapsed
@@ -54,18 +56,36 @@ def main() -> None:
 
     base = bare_loop(n, length)
     table = Table(title=f"runner overhead: {n} no-op episodes x {length} steps")
-    for col in ["setup", "episodes/s", "µs/episode", "overhead µs/episode", "overhead µs/step",
-                "time vs bare loop"]:
+    for col in [
+        "setup",
+        "episodes/s",
+        "µs/episode",
+        "overhead µs/episode",
+        "overhead µs/step",
+        "time vs bare loop",
+    ]:
         table.add_column(col, justify="right")
-    table.add_row("bare reset/step loop (baseline)", f"{n / base:,.0f}", f"{base / n * 1e6:,.0f}", "0",
-                  "0", "1.00x")
+    table.add_row(
+        "bare reset/step loop (baseline)",
+        f"{n / base:,.0f}",
+        f"{base / n * 1e6:,.0f}",
+        "0",
+        "0",
+        "1.00x",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for c in args.concurrency:
             for label, db in (("in-memory", None), ("SQLite file", Path(tmp) / f"c{c}.db")):
                 t = runner(n, length, c, db)
                 over = (t - base) / n
-                table.add_row(f"evaluate c={c}, {label}", f"{n / t:,.0f}", f"{t / n * 1e6:,.0f}",
-                              f"{over * 1e6:,.0f}", f"{over / length * 1e6:,.1f}", f"{t / base:.2f}x")
+                table.add_row(
+                    f"evaluate c={c}, {label}",
+                    f"{n / t:,.0f}",
+                    f"{t / n * 1e6:,.0f}",
+                    f"{over * 1e6:,.0f}",
+                    f"{over / length * 1e6:,.1f}",
+                    f"{t / base:.2f}x",
+                )
     Console(width=150).print(table)
 
 

@@ -48,6 +48,14 @@ class RaisingAgent:
 
 def exploding_suite(n_ok: int, n_boom: int) -> TaskSuite:
     register("agentgym/Exploding-v0", "support:ExplodingEnv")
-    tasks = [Task(id=f"{'boom' if i >= n_ok else 'ok'}-{i}", env="agentgym/Exploding-v0",
-                  instruction="noop", config={"length": 3}, tags=["x"]) for i in range(n_ok + n_boom)]
+    tasks = [
+        Task(
+            id=f"{'boom' if i >= n_ok else 'ok'}-{i}",
+            env="agentgym/Exploding-v0",
+            instruction="noop",
+            config={"length": 3},
+            tags=["x"],
+        )
+        for i in range(n_ok + n_boom)
+    ]
     return TaskSuite("exploding", tasks)

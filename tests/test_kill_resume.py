@@ -47,16 +47,26 @@ def test_kill_minus_nine_then_resume(tmp_path):
         seen_before_kill.append(_count(db))
     assert seen_before_kill[-1] < TOTAL, "the run finished before it could be killed"
     with sqlite3.connect(db) as con:
-        stored = {r[0]: r[1] for r in con.execute("select task_id || ':' || sample, started_at from episodes")}
-    subprocess.run([sys.executable, "-c", SCRIPT, str(db)], check=True, timeout=120,
-                   env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+        stored = {
+            r[0]: r[1]
+            for r in con.execute("select task_id || ':' || sample, started_at from episodes")
+        }
+    subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(db)],
+        check=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+    )
     with sqlite3.connect(db) as con:
         assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
-        rows = con.execute("select task_id, sample, steps, status, started_at from episodes").fetchall()
+        rows = con.execute(
+            "select task_id, sample, steps, status, started_at from episodes"
+        ).fetchall()
         n_steps = con.execute("select count(*) from steps").fetchone()[0]
         orphans = con.execute(
             "select count(*) from steps s left join episodes e using (run_id, task_id, sample) "
-            "where e.task_id is null").fetchone()[0]
+            "where e.task_id is null"
+        ).fetchone()[0]
         runs = con.execute("select count(*) from runs").fetchone()[0]
     assert len(rows) == TOTAL and len({(r[0], r[1]) for r in rows}) == TOTAL
     assert all(r[2] == 5 and r[3] == "limit" for r in rows)

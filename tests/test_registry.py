@@ -18,8 +18,10 @@ def test_every_env_is_in_gymnasiums_registry():
 
 
 def test_gymnasium_make_works_in_a_fresh_process():
-    code = ("import agentgym, gymnasium; env = gymnasium.make('agentgym/Clarify-v0'); "
-            "obs, info = env.reset(seed=0); print(info['task_id'])")
+    code = (
+        "import agentgym, gymnasium; env = gymnasium.make('agentgym/Clarify-v0'); "
+        "obs, info = env.reset(seed=0); print(info['task_id'])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("clarify-")
 
@@ -35,7 +37,9 @@ def test_unknown_id_suggests_close_matches():
 
 
 def test_broken_plugin_warns_and_is_skipped(monkeypatch):
-    broken = EntryPoint(name="broken", value="no_such_module_xyz:register", group=registry.ENTRY_POINT_GROUP)
+    broken = EntryPoint(
+        name="broken", value="no_such_module_xyz:register", group=registry.ENTRY_POINT_GROUP
+    )
     monkeypatch.setattr(registry, "entry_points", lambda group: [broken])
     monkeypatch.setattr(registry, "_plugins_loaded", False)
     with warnings.catch_warnings(record=True) as caught:
@@ -47,6 +51,7 @@ def test_broken_plugin_warns_and_is_skipped(monkeypatch):
 
 def test_import_has_no_side_effects(tmp_path):
     code = "import agentgym, agentgym.cli, agentgym.testing"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
     assert out.stdout == "" and out.stderr == "" and list(tmp_path.iterdir()) == []

@@ -1,20 +1,25 @@
 import sqlite3
 
 import pytest
+from support import RaisingAgent, SlowNoopAgent, exploding_suite
 
 import agentgym
 from agentgym.runner import episode_seed
 from agentgym.testing import noop_suite
-from support import RaisingAgent, SlowNoopAgent, exploding_suite
 
 
 def test_expert_solves_noop_suite_concurrently(tmp_path):
-    result = agentgym.evaluate(noop_suite(40, length=5), "expert", concurrency=8, samples=2,
-                               db=tmp_path / "r.db")
+    result = agentgym.evaluate(
+        noop_suite(40, length=5), "expert", concurrency=8, samples=2, db=tmp_path / "r.db"
+    )
     rows = result.episode_rows()
     assert len(rows) == 80
-    assert all(r["success"] and r["status"] == "limit" for r in rows)  # NoOp truncates at its length
-    assert {(r["task_id"], r["sample"]) for r in rows} == {(f"noop-{i:05d}", s) for i in range(40) for s in (0, 1)}
+    assert all(
+        r["success"] and r["status"] == "limit" for r in rows
+    )  # NoOp truncates at its length
+    assert {(r["task_id"], r["sample"]) for r in rows} == {
+        (f"noop-{i:05d}", s) for i in range(40) for s in (0, 1)
+    }
 
 
 def test_rerun_resumes_and_skips_finished(tmp_path):
@@ -49,8 +54,9 @@ def test_errored_episodes_rerun_only_when_asked(tmp_path):
 
 
 def test_steps_tokens_and_cost_are_stored(tmp_path):
-    result = agentgym.evaluate(noop_suite(3, length=4), lambda env: SlowNoopAgent(env, 0.0),
-                               db=tmp_path / "t.db")
+    result = agentgym.evaluate(
+        noop_suite(3, length=4), lambda env: SlowNoopAgent(env, 0.0), db=tmp_path / "t.db"
+    )
     eps = list(result.store.episodes(result.run_id))
     assert [len(e.steps) for e in eps] == [4, 4, 4]
     assert eps[0].prompt_tokens == 40 and eps[0].completion_tokens == 8

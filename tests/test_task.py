@@ -22,13 +22,16 @@ def test_round_trip(tmp_path):
 
 
 def test_bad_rows_name_file_line_and_field(tmp_path):
-    path = _write(tmp_path / "bad.jsonl", [
-        GOOD,
-        '{"id": "t2", "env": ',                                   # line 2: not JSON
-        {**GOOD, "id": "t3", "instruction": 5},                   # line 3: wrong type
-        {k: v for k, v in GOOD.items() if k != "env"} | {"id": "t4"},  # line 4: missing field
-        {**GOOD, "id": "t5", "colour": "red"},                    # line 5: unknown field
-    ])
+    path = _write(
+        tmp_path / "bad.jsonl",
+        [
+            GOOD,
+            '{"id": "t2", "env": ',  # line 2: not JSON
+            {**GOOD, "id": "t3", "instruction": 5},  # line 3: wrong type
+            {k: v for k, v in GOOD.items() if k != "env"} | {"id": "t4"},  # line 4: missing field
+            {**GOOD, "id": "t5", "colour": "red"},  # line 5: unknown field
+        ],
+    )
     with pytest.raises(TaskFileError) as exc:
         TaskSuite.load(path)
     problems = exc.value.problems
@@ -41,16 +44,21 @@ def test_bad_rows_name_file_line_and_field(tmp_path):
 
 def test_check_suite_validates_env_config_and_ids(tmp_path):
     register_test_envs()
-    path = _write(tmp_path / "cfg.jsonl", [
-        GOOD,
-        {**GOOD, "id": "t2", "config": {"length": 0}},
-        GOOD,
-        {**GOOD, "id": "t4", "env": "agentgym/NoOps-v0"},
-    ])
+    path = _write(
+        tmp_path / "cfg.jsonl",
+        [
+            GOOD,
+            {**GOOD, "id": "t2", "config": {"length": 0}},
+            GOOD,
+            {**GOOD, "id": "t4", "env": "agentgym/NoOps-v0"},
+        ],
+    )
     problems = check_suite(path)
     assert problems[0] == f"{path}:2: config.length: Input should be greater than or equal to 1"
     assert problems[1] == f"{path}:3: id: duplicate of line 1 ('t1')"
-    assert problems[2].startswith(f"{path}:4: env: no environment 'agentgym/NoOps-v0'. Did you mean 'agentgym/NoOp-v0'")
+    assert problems[2].startswith(
+        f"{path}:4: env: no environment 'agentgym/NoOps-v0'. Did you mean 'agentgym/NoOp-v0'"
+    )
     assert check_suite(_write(tmp_path / "ok.jsonl", [GOOD])) == []
 
 

@@ -11,7 +11,14 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from agentgym.env import NoExpert, TextEnv
 from agentgym.task import Task
 
-MALFORMED_ACTIONS = ["", "   ", "\x00\x01\x02", "%%% agentgym: not an action %%%", "[" * 500, "🙂 ünïcode"]
+MALFORMED_ACTIONS = [
+    "",
+    "   ",
+    "\x00\x01\x02",
+    "%%% agentgym: not an action %%%",
+    "[" * 500,
+    "🙂 ünïcode",
+]
 """Strings no env should accept as a valid action."""
 
 
@@ -19,8 +26,9 @@ class ConformanceError(AssertionError):
     """The env breaks the agentgym contract; the message says which rule and how to fix it."""
 
 
-def check_env(env: Any, tasks: Sequence[Task | str] | None = None, seed: int = 0,
-              max_steps: int = 500) -> None:
+def check_env(
+    env: Any, tasks: Sequence[Task | str] | None = None, seed: int = 0, max_steps: int = 500
+) -> None:
     """Check ``env`` against Gymnasium's checker and the agentgym contract on a few tasks.
 
     Raises :class:`ConformanceError` naming the broken rule; Gymnasium warnings count as failures.
@@ -41,9 +49,14 @@ def check_gymnasium(env: TextEnv) -> None:
     """Gymnasium's own ``check_env``, with any warning it raises turned into a failure."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        gymnasium_check_env(env, skip_render_check=True)
+        try:
+            gymnasium_check_env(env, skip_render_check=True)
+        except Exception as e:
+            raise ConformanceError(f"gymnasium check_env raised {e!r}") from e
     if caught:
-        raise ConformanceError("gymnasium check_env warned: " + "; ".join(str(w.message) for w in caught))
+        raise ConformanceError(
+            "gymnasium check_env warned: " + "; ".join(str(w.message) for w in caught)
+        )
 
 
 def _expert_actions(env: TextEnv, task: Task | str, seed: int, max_steps: int) -> list[str] | None:
@@ -60,7 +73,9 @@ def _expert_actions(env: TextEnv, task: Task | str, seed: int, max_steps: int) -
         if terminated or truncated:
             _check_final_info(info, task)
             if not info["success"]:
-                raise ConformanceError(f"the expert failed task {_tid(task)} after {len(actions)} steps")
+                raise ConformanceError(
+                    f"the expert failed task {_tid(task)} after {len(actions)} steps"
+                )
             return actions
     raise ConformanceError(f"the expert did not finish task {_tid(task)} within {max_steps} steps")
 
@@ -69,7 +84,9 @@ def check_determinism(env: TextEnv, task: Task | str, seed: int, actions: list[s
     """Same task + seed + actions must give the same observations, rewards and flags."""
     first, second = _play(env, task, seed, actions), _play(env, task, seed, actions)
     if first != second:
-        raise ConformanceError(f"task {_tid(task)}: two runs with seed {seed} and the same actions differ")
+        raise ConformanceError(
+            f"task {_tid(task)}: two runs with seed {seed} and the same actions differ"
+        )
 
 
 def check_malformed_actions(env: TextEnv, task: Task | str, seed: int) -> None:
@@ -79,7 +96,9 @@ def check_malformed_actions(env: TextEnv, task: Task | str, seed: int) -> None:
         try:
             obs, _, _, _, info = env.step(action)  # type: ignore[arg-type]
         except Exception as e:
-            raise ConformanceError(f"step({action!r}) raised {e!r}; it must return an observation") from e
+            raise ConformanceError(
+                f"step({action!r}) raised {e!r}; it must return an observation"
+            ) from e
         if not isinstance(obs, str) or not obs.strip():
             raise ConformanceError(f"step({action!r}) must explain the problem in the observation")
         if info.get("valid") is not False:
@@ -97,16 +116,22 @@ def check_snapshot_restore(env: TextEnv, task: Task | str, seed: int, actions: l
     for _ in range(2):  # a snapshot stays reusable
         env.restore(snap)
         if [env.step(a)[:4] for a in actions[half:]] != rest:
-            raise ConformanceError(f"task {_tid(task)}: restore() does not reproduce the continuation")
+            raise ConformanceError(
+                f"task {_tid(task)}: restore() does not reproduce the continuation"
+            )
 
 
-def check_inaction_never_succeeds(env: TextEnv, task: Task | str, seed: int, max_steps: int) -> None:
+def check_inaction_never_succeeds(
+    env: TextEnv, task: Task | str, seed: int, max_steps: int
+) -> None:
     """Only invalid actions until the limit: the task must not count as solved."""
     env.reset(seed=seed, options={"task": task})
     for t in range(max_steps):
         _, _, terminated, truncated, info = env.step(MALFORMED_ACTIONS[t % len(MALFORMED_ACTIONS)])
         if info.get("success"):
-            raise ConformanceError(f"task {_tid(task)} counts as solved after {t + 1} invalid actions")
+            raise ConformanceError(
+                f"task {_tid(task)} counts as solved after {t + 1} invalid actions"
+            )
         if terminated or truncated:
             _check_final_info(info, task)
             return

@@ -31,7 +31,9 @@ class NoOpEnv(TextEnv):
     config_model: ClassVar[type[BaseModel]] = NoOpConfig
     system_prompt: ClassVar[str] = "Answer every observation with: noop"
 
-    def __init__(self, suite: str | TaskSuite | None = None, render_mode: str | None = None) -> None:
+    def __init__(
+        self, suite: str | TaskSuite | None = None, render_mode: str | None = None
+    ) -> None:
         super().__init__(suite if suite is not None else noop_suite(4), render_mode)
 
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
@@ -64,7 +66,16 @@ def register_test_envs() -> None:
 def noop_suite(n_tasks: int, length: int = 10) -> TaskSuite:
     """``n_tasks`` NoOp tasks of ``length`` steps each."""
     register_test_envs()
-    return TaskSuite("noop", [
-        Task(id=f"noop-{i:05d}", env=NOOP_ID, instruction="send noop", config={"length": length},
-             tags=["noop"]) for i in range(n_tasks)
-    ])
+    return TaskSuite(
+        "noop",
+        [
+            Task(
+                id=f"noop-{i:05d}",
+                env=NOOP_ID,
+                instruction="send noop",
+                config={"length": length},
+                tags=["noop"],
+            )
+            for i in range(n_tasks)
+        ],
+    )

@@ -1,0 +1,242 @@
+"""``ClarifyEnv``: find the item a simulated user wants by asking yes/no questions, then answer.
+
+The user is a truthful oracle over the target's attributes; the expert asks the question that
+splits the still-possible candidates most evenly. See the package docstring for the full rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentgym.envs.clarify.items import (
+    Answer,
+    ClarifyConfig,
+    Item,
+    Question,
+    best_question,
+    norm,
+    questions,
+)
+from pydantic import BaseModel, ValidationInfo, field_validator
+
+from agentgym.env import ResetNeeded, StepResult, TextEnv
+from agentgym.task import Task
+
+_ACTION = re.compile(r"^\s*(ask|answer)\s*\[(.*)\]\s*$", re.IGNORECASE | re.DOTALL)
+_QUOTES = "\"'`"
+SAYS: dict[Answer, str] = {"yes": "Yes.", "no": "No.", "unknown": "I don't know."}
+SYNTAX = (
+    "ask[attribute=value]  - ask the user a yes/no question, e.g. ask[color=blue]\n"
+    "answer[item]          - name the item (its id or exact name); this ends the episode"
+)
+
+
+class ClarifyGold(BaseModel):
+    """``Task.gold`` of ``agentgym/Clarify-v0``."""
+
+    target: str
+    """Id of the candidate the user wants."""
+
+    @field_validator("target")
+    @classmethod
+    def _is_candidate(cls, target: str, info: ValidationInfo) -> str:
+        """With ``context={"candidate_ids": [...]}``, the target must be one of them."""
+        ids = (info.context or {}).get("candidate_ids")
+        if ids is not None and target not in ids:
+            shown = ", ".join(repr(i) for i in ids[:5]) + (", ..." if len(ids) > 5 else "")
+            raise ValueError(f"gold target {target!r} is not one of the candidate ids ({shown})")
+        return target
+
+
+@dataclass
+class ClarifyState:
+    """Everything that changes during an episode (snapshot copies exactly this)."""
+
+    remaining: list[str]
+    """Candidate ids consistent with every answer so far (the expert's belief)."""
+    turn: int = 0
+    """Actions taken, valid or not."""
+    asked: list[tuple[str, str, Answer]] = field(default_factory=list)
+    """Questions asked (attribute, value, answer), repeats included."""
+    answered: str | None = None
+    """Id the agent answered with, once it has."""
+    success: bool = False
+    terminated: bool = False
+    truncated: bool = False
+
+
+class _Catalog:
+    """Read-only lookups derived from the config and gold (rebuilt on reset and restore)."""
+
+    def __init__(self, config: ClarifyConfig, target: str) -> None:
+        self.items = {c.id: c for c in config.candidates}
+        self.target: Item = self.items[target]
+        self.by_ref = {norm(c.name): c for c in config.candidates} | {
+            norm(c.id): c for c in config.candidates
+        }
+        self.attributes = sorted({a for c in config.candidates for a in c.attributes})
+        self.available_actions = [
+            f"ask[{a}={v}]" for (a, _), v in questions(config.candidates).items()
+        ]
+        self.available_actions += sorted(f"answer[{c.id}]" for c in config.candidates)
+
+
+class ClarifyEnv(TextEnv):
+    """Intent clarification ("20 questions") over real products and movies."""
+
+    config_model = ClarifyConfig
+    default_suite = "clarify/test"
+    system_prompt = (
+        "A user wants one item from a list of candidates but has not said which. Find out by\n"
+        "asking yes/no questions about the items' attributes, then answer with the item.\n"
+        "Reply with exactly one action per turn:\n"
+        f"{SYNTAX}\n"
+        "The user answers truthfully: Yes. if the item they want has that value for the attribute\n"
+        "(attributes can have several values), No. if it has other values, and I don't know. if\n"
+        "nothing is recorded for that attribute. Every action uses one turn; ask few questions\n"
+        "and answer before the turns run out."
+    )
+
+    config: ClarifyConfig
+    state: ClarifyState
+
+    @classmethod
+    def validate_task(cls, task: Task) -> ClarifyConfig:
+        """Validate the config, then check that the gold target is one of its candidates."""
+        config = ClarifyConfig.model_validate(task.config)
+        ids = [c.id for c in config.candidates]
+        ClarifyGold.model_validate(task.gold, context={"candidate_ids": ids})
+        return config
+
+    def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self._catalog = _Catalog(self.config, ClarifyGold.model_validate(task.gold).target)
+        self.state = ClarifyState(remaining=[c.id for c in self.config.candidates])
+        return self._first_observation(task), {
+            "available_actions": list(self._catalog.available_actions)
+        }
+
+    def _first_observation(self, task: Task) -> str:
+        lines = [task.instruction, "", f"Candidates ({len(self.config.candidates)}):"]
+        for c in self.config.candidates:
+            lines += [f"- {c.id}: {c.name}", f"    {c.describe()}"]
+        lines += [
+            "",
+            f"Attributes you can ask about: {', '.join(self._catalog.attributes)}.",
+            "Actions:",
+            SYNTAX,
+            f"You have {self.config.max_turns} turns; every action uses one.",
+        ]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ actions
+    def _step(self, action: str) -> StepResult:
+        match = _ACTION.match(action)
+        if match is None:
+            problem = (
+                f"Unrecognised action {action.strip()[:60]!r}."
+                if action.strip()
+                else "Empty action."
+            )
+            return self._invalid(f"{problem} Use one of:\n{SYNTAX}")
+        verb, argument = match.group(1).lower(), match.group(2)
+        return self._ask(argument) if verb == "ask" else self._answer(argument)
+
+    def _step_invalid(self, message: str) -> StepResult:
+        """Non-text actions also use a turn, so a broken agent still hits the turn limit."""
+        return self._invalid(f"{message} Use one of:\n{SYNTAX}")
+
+    def _ask(self, argument: str) -> StepResult:
+        attribute, sep, value = argument.partition("=")
+        attribute, value = norm(attribute.strip(_QUOTES)), norm(value.strip().strip(_QUOTES))
+        if not sep or not attribute or not value:
+            return self._invalid(
+                f"ask needs attribute=value, e.g. ask[color=blue]. {self._attribute_hint()}"
+            )
+        if "[" in value or "]" in value:
+            return self._invalid(
+                f"One action per turn, e.g. ask[color=blue]. {self._attribute_hint()}"
+            )
+        if attribute not in self._catalog.attributes:
+            return self._invalid(f"Unknown attribute {attribute!r}. {self._attribute_hint()}")
+        answer = self._catalog.target.answer(attribute, value)
+        self.state.asked.append((attribute, value, answer))
+        self.state.remaining = [
+            i
+            for i in self.state.remaining
+            if self._catalog.items[i].answer(attribute, value) == answer
+        ]
+        return self._advance(SAYS[answer], valid=True)
+
+    def _answer(self, argument: str) -> StepResult:
+        item = self._catalog.by_ref.get(norm(argument.strip(_QUOTES)))
+        if item is None:
+            example = next(iter(self._catalog.items))
+            return self._invalid(
+                f"No candidate {argument.strip()[:60]!r}. "
+                "Answer with a candidate's id or exact name, "
+                f"e.g. answer[{example}]."
+            )
+        self.state.turn += 1
+        self.state.answered, self.state.terminated = item.id, True
+        self.state.success = item.id == self._catalog.target.id
+        if self.state.success:
+            return self._final(f"Correct: the user wanted {item.name}.", self._reward())
+        return self._final(
+            f"Wrong: the user wanted {self._catalog.target.name}, not {item.name}.", 0.0
+        )
+
+    def _attribute_hint(self) -> str:
+        names = ", ".join(self._catalog.attributes)
+        return f"Use ask[attribute=value] with one of these attributes: {names}."
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _invalid(self, message: str) -> StepResult:
+        return self._advance(message, valid=False)
+
+    def _advance(self, observation: str, valid: bool) -> StepResult:
+        """Count the turn; end the episode (truncated, unsolved) when the turns run out."""
+        self.state.turn += 1
+        if self.state.turn < self.config.max_turns:
+            return observation, 0.0, False, False, self._info(valid)
+        self.state.truncated = True
+        message = (
+            f"{observation}\nOut of turns ({self.config.max_turns}): the episode ends unsolved."
+        )
+        obs, reward, terminated, truncated, info = self._final(message, 0.0)
+        return obs, reward, terminated, truncated, {**info, "valid": valid}
+
+    def _final(self, observation: str, reward: float) -> StepResult:
+        info = {**self._info(True), "success": self.state.success, "score": reward}
+        return observation, reward, self.state.terminated, self.state.truncated, info
+
+    def _info(self, valid: bool) -> dict[str, Any]:
+        return {
+            "valid": valid,
+            "turn": self.state.turn,
+            "turns_left": self.config.max_turns - self.state.turn,
+            "available_actions": list(self._catalog.available_actions),
+        }
+
+    def _reward(self) -> float:
+        return max(0.0, 1.0 - self.config.question_penalty * len(self.state.asked))
+
+    # ------------------------------------------------------------------ oracle and branching
+    def expert_action(self) -> str:
+        """Answer when one candidate is left, else ask the most even split of those remaining."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before expert_action()")
+        if len(self.state.remaining) == 1:
+            return f"answer[{self.state.remaining[0]}]"
+        remaining = [self._catalog.items[i] for i in self.state.remaining]
+        question: Question | None = best_question(remaining)
+        if question is None:  # cannot happen: candidates are pairwise distinguishable
+            raise RuntimeError(f"no question separates {self.state.remaining}")
+        attribute, value = question
+        return f"ask[{attribute}={questions(remaining)[question]}]"
+
+    def restore(self, snapshot: Any) -> None:
+        """Restore the state, then rebuild the lookups for the snapshot's task."""
+        super().restore(snapshot)
+        self._catalog = _Catalog(self.config, ClarifyGold.model_validate(snapshot.task.gold).target)

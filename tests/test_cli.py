@@ -1,0 +1,119 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from agentgym.cli import app
+from agentgym.task import write_tasks
+from agentgym.testing import noop_suite
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def noop_file(tmp_path):
+    path = tmp_path / "noop.jsonl"
+    write_tasks(path, noop_suite(6, length=3).tasks)
+    return path
+
+
+def test_envs_lists_clarify():
+    result = runner.invoke(app, ["envs"])
+    assert result.exit_code == 0 and "agentgym/Clarify-v0" in result.output
+
+
+def test_tasks_list_and_show():
+    listed = runner.invoke(app, ["tasks", "list"])
+    assert (
+        listed.exit_code == 0
+        and "clarify/test" in listed.output
+        and "clarify/train" in listed.output
+    )
+    shown = runner.invoke(app, ["tasks", "show", "clarify/test"])
+    assert shown.exit_code == 0 and json.loads(shown.output)["env"] == "agentgym/Clarify-v0"
+
+
+def test_eval_report_plot_export(tmp_path, noop_file):
+    db = tmp_path / "r.db"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(noop_file),
+            "-a",
+            "expert",
+            "-a",
+            "random",
+            "--db",
+            str(db),
+            "-k",
+            "2",
+            "-c",
+            "3",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "12/12" in result.output and "agentgym report" in result.output
+
+    rep = runner.invoke(app, ["report", str(db), "--json"])
+    summaries = {r["agent"]: r["groups"][0] for r in json.loads(rep.output)}
+    assert summaries["expert"]["success_rate"] == 1.0 and summaries["expert"]["episodes"] == 12
+    assert summaries["random"]["success_rate"] == 1.0  # NoOp's only available action is noop
+
+    png = tmp_path / "plot.png"
+    assert runner.invoke(app, ["report", str(db), "--plot", str(png)]).exit_code == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+    out = tmp_path / "chat.jsonl"
+    exp = runner.invoke(app, ["export", str(db), "--format", "chat", "-o", str(out)])
+    assert exp.exit_code == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 24
+    roles = [m["role"] for m in rows[0]["messages"]]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+def test_rerun_resumes(tmp_path, noop_file):
+    db = str(tmp_path / "r.db")
+    runner.invoke(app, ["eval", str(noop_file), "-a", "expert", "--db", db, "--limit", "2"])
+    runner.invoke(app, ["eval", str(noop_file), "-a", "expert", "--db", db, "--limit", "2"])
+    rep = json.loads(runner.invoke(app, ["report", db, "--json"]).output)
+    assert len(rep) == 1 and rep[0]["groups"][0]["episodes"] == 2
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["eval", "clarify/test", "-a", "gpt"],
+            "unknown agent 'gpt'; allowed: expert, human, random",
+        ),
+        (["eval", "clarify/nope", "-a", "expert"], "no task suite 'clarify/nope'"),
+        (
+            ["eval", "clarify/test", "-a", "expert", "--tag", "nosuchtag"],
+            "no task in clarify/test matches",
+        ),
+        (["report", "missing.db"], "no database at missing.db"),
+        (["export", "missing.db", "--format", "xml"], "--format must be 'episodes' or 'chat'"),
+    ],
+)
+def test_bad_arguments_give_one_line_errors(args, message):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_validate_reports_bad_rows(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "env": "agentgym/Clarify-v0", "instruction": "i", "config": {}}\n')
+    result = runner.invoke(app, ["tasks", "validate", str(bad)])
+    assert result.exit_code == 1 and f"{bad}:1: config.domain: Field required" in result.output
+    assert runner.invoke(app, ["tasks", "validate", "clarify/test"]).exit_code == 0
+
+
+def test_play_in_the_terminal(noop_file):
+    result = runner.invoke(app, ["play", "NoOp-v0", "--task", "noop-00001"], input="noop\n" * 10)
+    assert result.exit_code == 0, result.output
+    assert "success: score 1.000, 10 steps" in result.output
+    quit_early = runner.invoke(app, ["play", "NoOp-v0", "--task", "noop-00001"], input="noop\n")
+    assert quit_early.exit_code == 130 and "stopped" in quit_early.output
