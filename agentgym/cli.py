@@ -29,7 +29,7 @@ app = typer.Typer(
 )
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
 app.add_typer(tasks_app, name="tasks")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)  # pipes and CI get full tables
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line: greppable
 
 DEFAULT_DB = "agentgym.db"

@@ -20,38 +20,35 @@ def run_summaries(
 
 
 def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
-    """One row per (run, group): success with its 95% Wilson interval, score, pass@k/pass^k, costs."""
-    ks = sorted({k for _, sums in results for s in sums for k in s.pass_at if k > 1})
-    table = Table(title="agentgym report", show_lines=False)
-    for col in ["run", "group", "tasks", "episodes", "success", "95% CI", "score"]:
-        table.add_column(col, justify="left" if col in ("run", "group") else "right")
-    for k in ks:
-        table.add_column(f"pass@{k}", justify="right")
-        table.add_column(f"pass^{k}", justify="right")
-    for col in ["steps", "tokens", "cost $", "errors"]:
+    """One row per (run, group): success with its 95% Wilson interval, score, pass@k/pass^k, costs.
+
+    Token and cost columns appear only when some run used tokens (scripted agents use none).
+    """
+    all_sums = [s for _, sums in results for s in sums]
+    ks = sorted({k for s in all_sums for k in s.pass_at if k > 1})
+    show_tokens = any(s.mean_tokens or s.total_cost for s in all_sums)
+    table = Table(title="agentgym report")
+    table.add_column("agent (run)")
+    table.add_column("group")
+    for col in ["episodes", "success [95% CI]", "score", *[f"pass@{k} pass^{k}" for k in ks], "steps"]:
         table.add_column(col, justify="right")
+    if show_tokens:
+        table.add_column("tokens", justify="right")
+        table.add_column("cost $", justify="right")
+    table.add_column("errors", justify="right")
     for i, (run, sums) in enumerate(results):
         if i:
             table.add_section()
         for s in sums:
             lo, hi = s.interval
-            cells = [
-                f"{run['id'][:8]} {run['agent']}" if s.group == "all" else "",
-                s.group,
-                str(s.tasks),
-                str(s.episodes),
-                f"{s.success_rate:.3f}",
-                f"[{lo:.3f}, {hi:.3f}]",
-                f"{s.mean_score:.3f}",
-            ]
-            for k in ks:
-                cells += [_fmt(s.pass_at.get(k)), _fmt(s.pass_hat.get(k))]
-            cells += [
-                f"{s.mean_steps:.1f}",
-                f"{s.mean_tokens:.0f}",
-                f"{s.total_cost:.4f}",
-                f"[red]{s.errors}[/red]" if s.errors else "0",
-            ]
+            label = f"{run['agent']} ({run['id'][:8]})" if s.group == "all" else ""
+            cells = [label, s.group, str(s.episodes), f"{s.success_rate:.3f} [{lo:.3f}, {hi:.3f}]",
+                     f"{s.mean_score:.3f}"]
+            cells += [f"{_fmt(s.pass_at.get(k))} {_fmt(s.pass_hat.get(k))}" for k in ks]
+            cells.append(f"{s.mean_steps:.1f}")
+            if show_tokens:
+                cells += [f"{s.mean_tokens:.0f}", f"{s.total_cost:.4f}"]
+            cells.append(f"[red]{s.errors}[/red]" if s.errors else "0")
             table.add_row(*cells)
     return table
 
