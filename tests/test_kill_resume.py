@@ -1,4 +1,4 @@
-"""A real ``kill -9`` in the middle of an eval loses only in-flight episodes and duplicates nothing."""
+"""A real ``kill -9`` or Ctrl-C in the middle of an eval loses only in-flight episodes, duplicates nothing."""
 
 import os
 import signal
@@ -34,16 +34,16 @@ def _start(db: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", SCRIPT, str(db)], env=env)
 
 
-def test_kill_minus_nine_then_resume(tmp_path):
+def test_kill_and_ctrl_c_then_resume(tmp_path):
     db = tmp_path / "kill.db"
     seen_before_kill = []
-    for threshold in (15, 70, 150):
+    for threshold, sig in ((15, signal.SIGKILL), (70, signal.SIGINT), (150, signal.SIGKILL)):
         proc = _start(db)
         deadline = time.time() + 60
         while _count(db) < threshold and proc.poll() is None and time.time() < deadline:
             time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.kill(proc.pid, sig)  # SIGINT = Ctrl-C
+        proc.wait(timeout=30)
         seen_before_kill.append(_count(db))
     assert seen_before_kill[-1] < TOTAL, "the run finished before it could be killed"
     with sqlite3.connect(db) as con:
