@@ -5,11 +5,17 @@ Registration is by ``module:Class`` string, so importing this package imports no
 
 from agentgym.registry import register
 
+BUILTIN_ENVS: list[tuple[str, str, str]] = [
+    # (id, entry point, one-line description)
+    (
+        "Clarify-v0",
+        "agentgym.envs.clarify.env:ClarifyEnv",
+        "Intent clarification (20 questions) over real products and movies",
+    ),
+]
+
 
 def register_envs() -> None:
     """Register every built-in env with agentgym and Gymnasium."""
-    register(
-        "Clarify-v0",
-        "agentgym.envs.clarify.env:ClarifyEnv",
-        description="Intent clarification (20 questions) over real products and movies",
-    )
+    for env_id, entry_point, description in BUILTIN_ENVS:
+        register(env_id, entry_point, description=description)

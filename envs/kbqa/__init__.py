@@ -1,0 +1,1 @@
+"""Placeholder until the env lands: see its issue."""

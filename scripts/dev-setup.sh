@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs on a fresh Debian machine (root, package registries only)
+# and starts the services it uses. Idempotent: rerunning skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+# The pinned CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
+$PY -m pip install -q torch==2.13.0
+$PY -m pip install -q -e ".[dev,llm,train]"
