@@ -7,4 +7,4 @@ PY=${PYTHON:-python3}
 
 # The pinned CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
 $PY -m pip install -q torch==2.13.0
-$PY -m pip install -q -e ".[dev,llm,train]"
+$PY -m pip install -q -e ".[dev,llm,train,sandbox]"
