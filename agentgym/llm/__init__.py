@@ -5,5 +5,7 @@ simulators talk to every backend through ``complete(ChatRequest) -> ChatResponse
 """
 
 from agentgym.llm.base import ChatClient, ChatRequest, ChatResponse, Choice
+from agentgym.llm.clients import ClientOptions
+from agentgym.llm.factory import make_client
 
-__all__ = ["ChatClient", "ChatRequest", "ChatResponse", "Choice"]
+__all__ = ["ChatClient", "ChatRequest", "ChatResponse", "Choice", "ClientOptions", "make_client"]

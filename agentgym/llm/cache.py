@@ -1,0 +1,46 @@
+"""LLM call cache in SQLite, keyed by the full request (episode seed included).
+
+With the cache on, rerunning an eval replays every model call exactly: same request, same seed,
+same answer, no API cost. Thread-safe; one file can serve many runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from pathlib import Path
+
+from agentgym.llm.base import ChatRequest, ChatResponse
+
+
+def cache_key(backend: str, request: ChatRequest) -> str:
+    """sha256 of the backend and the canonical JSON of the whole request."""
+    return hashlib.sha256(f"{backend}\n{request.model_dump_json()}".encode()).hexdigest()
+
+
+class LLMCache:
+    """A table ``llm_cache(key, response)`` in a SQLite file (WAL)."""
+
+    def __init__(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self._conn.execute("pragma journal_mode=wal")
+        self._conn.execute(
+            "create table if not exists llm_cache (key text primary key, response text not null)"
+        )
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: str) -> ChatResponse | None:
+        with self._lock:
+            row = self._conn.execute("select response from llm_cache where key = ?", [key]).fetchone()
+            self.hits, self.misses = self.hits + bool(row), self.misses + (not row)
+        return ChatResponse.model_validate_json(row[0]).model_copy(update={"cached": True}) if row else None
+
+    def put(self, key: str, response: ChatResponse) -> None:
+        with self._lock, self._conn:
+            self._conn.execute(
+                "insert or replace into llm_cache (key, response) values (?, ?)",
+                [key, response.model_dump_json()],
+            )

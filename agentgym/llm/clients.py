@@ -1,0 +1,260 @@
+"""The three backends: ``openai:MODEL``, ``litellm:PROVIDER/MODEL``, ``hf:PATH``.
+
+Every client shares the same wrapper (:class:`BaseClient`): cache lookup, rate limit, retries with
+backoff, usage and cost accounting. Backends only implement ``_call``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentgym.episode import Usage
+from agentgym.llm.base import ChatRequest, ChatResponse, Choice
+from agentgym.llm.cache import LLMCache, cache_key
+from agentgym.llm.ratelimit import RateLimiter
+from agentgym.llm.retry import RetryPolicy, call_with_retries
+
+
+class ClientOptions(BaseModel):
+    """Options every backend understands (``--agent openai:gpt-4o?base_url=...&rpm=60``)."""
+
+    base_url: str | None = None
+    """OpenAI-compatible endpoint (vLLM, SGLang, Ollama, ``agentgym serve``)."""
+    api_key: str | None = None
+    """Defaults to the backend's own environment variable (``OPENAI_API_KEY``...)."""
+    timeout_s: float = 60.0
+    rpm: float | None = None
+    """Requests per minute for this client (all episodes of a run share it)."""
+    tpm: float | None = None
+    """Tokens per minute (prompt + completion, estimated before the call)."""
+    cache: str | None = None
+    """SQLite file for the LLM call cache; None disables it."""
+    retry: RetryPolicy = RetryPolicy()
+    max_batch_size: int = 32
+    """``hf:`` only: largest generation batch."""
+
+
+class BaseClient:
+    """Cache → rate limit → retries → backend call, with counters for reports and tests."""
+
+    backend = "base"
+
+    def __init__(self, model: str, options: ClientOptions | None = None) -> None:
+        self.model = model
+        self.options = options or ClientOptions()
+        self.limiter = RateLimiter(self.options.rpm, self.options.tpm)
+        self.cache = LLMCache(self.options.cache) if self.options.cache else None
+        self.calls = self.retries = 0
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer ``request`` from the cache, or from the backend with retries."""
+        request = request.model_copy(update={"model": request.model or self.model})
+        key = cache_key(f"{self.backend}:{self.options.base_url or ''}", request)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return hit
+        self.limiter.acquire(_estimate_tokens(request))
+        start = time.perf_counter()
+        response = call_with_retries(
+            lambda: self._call(request), self.options.retry, on_retry=self._count_retry
+        )
+        self.calls += 1
+        response = response.model_copy(update={"latency_s": time.perf_counter() - start})
+        if self.cache is not None:
+            self.cache.put(key, response)
+        return response
+
+    def _count_retry(self, exc: BaseException) -> None:
+        self.retries += 1
+
+    def _call(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+
+class OpenAIClient(BaseClient):
+    """The official OpenAI SDK (sync; ``acomplete`` uses ``AsyncOpenAI``), any ``base_url``."""
+
+    backend = "openai"
+
+    def __init__(self, model: str, options: ClientOptions | None = None) -> None:
+        super().__init__(model, options)
+        import openai
+
+        kwargs = {
+            "base_url": self.options.base_url,
+            "api_key": self.options.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            "timeout": self.options.timeout_s,
+            "max_retries": 0,  # our retry loop owns backoff, jitter and counting
+        }
+        self._sdk = openai.OpenAI(**kwargs)
+        self._async_kwargs = kwargs
+
+    def _call(self, request: ChatRequest) -> ChatResponse:
+        raw = self._sdk.chat.completions.create(**_openai_params(request))
+        return _from_openai(raw.model_dump(), request.model)
+
+    async def acomplete(self, request: ChatRequest) -> ChatResponse:
+        """Async face of the same call (no cache or rate limit: for simple async scripts)."""
+        import openai
+
+        async with openai.AsyncOpenAI(**self._async_kwargs) as sdk:
+            raw = await sdk.chat.completions.create(**_openai_params(request))
+        return _from_openai(raw.model_dump(), request.model)
+
+
+class LiteLLMClient(BaseClient):
+    """LiteLLM's 100+ providers, imported with its local cost map (no network at import)."""
+
+    backend = "litellm"
+
+    def __init__(self, model: str, options: ClientOptions | None = None) -> None:
+        super().__init__(model, options)
+        self._litellm = import_litellm()
+
+    def _call(self, request: ChatRequest) -> ChatResponse:
+        raw = self._litellm.completion(
+            **_openai_params(request),
+            api_base=self.options.base_url,
+            api_key=self.options.api_key,
+            timeout=self.options.timeout_s,
+            num_retries=0,
+        )
+        return _from_openai(raw.model_dump(), request.model)
+
+
+class HFClient(BaseClient):
+    """A local transformers checkpoint; concurrent callers share one batched engine."""
+
+    backend = "hf"
+
+    def __init__(self, model: str, options: ClientOptions | None = None) -> None:
+        super().__init__(model, options)
+        from agentgym.llm.engine import LocalEngine
+
+        if not Path(model).is_dir():
+            raise FileNotFoundError(
+                f"hf:{model}: no checkpoint directory there (make one with `agentgym model init DIR`)"
+            )
+        self.engine = LocalEngine(model, max_batch_size=self.options.max_batch_size)
+
+    def _call(self, request: ChatRequest) -> ChatResponse:
+        prompt = self.engine.render(request.messages, request.tools)
+        futures = [
+            self.engine.submit(
+                prompt,
+                max_new_tokens=request.max_tokens or 256,
+                stop=request.stop,
+                temperature=request.temperature,
+                seed=None if request.seed is None else request.seed + i,
+            )
+            for i in range(request.n)
+        ]
+        gens = [f.result() for f in futures]
+        choices = [
+            Choice(
+                message=parse_tool_calls(g.text),
+                finish_reason=g.finish_reason,
+                token_ids=g.token_ids,
+                logprobs=g.logprobs if request.logprobs else None,
+            )
+            for g in gens
+        ]
+        usage = Usage(
+            prompt_tokens=len(prompt), completion_tokens=sum(len(g.token_ids) for g in gens)
+        )
+        return ChatResponse(choices=choices, usage=usage, model=request.model)
+
+
+_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+
+
+def parse_tool_calls(text: str) -> dict[str, Any]:
+    """An assistant message from generated text; ``<tool_call>{json}</tool_call>`` become tool calls."""
+    calls = []
+    for match in _TOOL_CALL.finditer(text):
+        try:
+            call = json.loads(match.group(1))
+            name, args = call["name"], call.get("arguments", {})
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+        calls.append({
+            "id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "function",
+            "function": {"name": str(name), "arguments": json.dumps(args)},
+        })
+    if not calls:
+        return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": _TOOL_CALL.sub("", text).strip() or None, "tool_calls": calls}
+
+
+def import_litellm() -> Any:
+    """Import litellm without the network: its cost map comes from the package, not the internet."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    return litellm
+
+
+def cost_of(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """US dollars from LiteLLM's (local) price table; 0 for models it does not price."""
+    try:
+        prompt_cost, completion_cost = import_litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # unknown or self-hosted model: no price, not an error
+        return 0.0
+    return float(prompt_cost + completion_cost)
+
+
+def _openai_params(request: ChatRequest) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": request.messages,
+        "temperature": request.temperature,
+        "n": request.n,
+    }
+    optional = {
+        "max_tokens": request.max_tokens,
+        "stop": request.stop,
+        "tools": request.tools,
+        "seed": request.seed,
+        "logprobs": request.logprobs or None,
+    }
+    return params | {k: v for k, v in optional.items() if v is not None}
+
+
+def _from_openai(raw: dict[str, Any], model: str) -> ChatResponse:
+    """Our response from an OpenAI-format completion dict."""
+    choices = []
+    for c in raw.get("choices") or []:
+        message = {k: v for k, v in (c.get("message") or {}).items() if v is not None}
+        content = (c.get("logprobs") or {}).get("content") or []
+        choices.append(
+            Choice(
+                message=message,
+                finish_reason=c.get("finish_reason") or "stop",
+                logprobs=[t["logprob"] for t in content] or None,
+            )
+        )
+    if not choices:
+        raise ValueError(f"the server answered without choices: {json.dumps(raw)[:200]}")
+    u = raw.get("usage") or {}
+    prompt, completion = int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
+    usage = Usage(
+        prompt_tokens=prompt, completion_tokens=completion, cost=cost_of(model, prompt, completion)
+    )
+    return ChatResponse(choices=choices, usage=usage, model=raw.get("model") or model)
+
+
+def _estimate_tokens(request: ChatRequest) -> int:
+    """Rough prompt + completion tokens before the call (4 characters a token)."""
+    chars = sum(len(str(m.get("content") or "")) for m in request.messages)
+    return chars // 4 + (request.max_tokens or 0)
