@@ -12,6 +12,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "agentgym.envs.clarify.env:ClarifyEnv",
         "Intent clarification (20 questions) over real products and movies",
     ),
+    (
+        "KBQA-v0",
+        "agentgym.envs.kbqa.env:KBQAEnv",
+        "Knowledge-base QA over MetaQA with KBQA-R1's actions (joins, merge, order, compare, count)",
+    ),
 ]
 
 

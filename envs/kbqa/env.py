@@ -1,0 +1,261 @@
+"""``KBQAEnv``: answer a question by running KBQA-R1 actions against a knowledge base.
+
+See the package docstring for the full rules. The KB is opened (and on first use built into the
+user cache) at the first ``reset``, never on import, and shared by every env of the process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentgym.envs.kbqa import sexpr
+from agentgym.envs.kbqa.actions import GRAMMAR, Action, ParseError, parse
+from agentgym.envs.kbqa.executor import Executor, Outcome, Result
+from agentgym.envs.kbqa.kb import KnowledgeBase, open_kb
+from agentgym.envs.kbqa.prompt import SYSTEM_PROMPT, information
+from agentgym.envs.kbqa.scoring import Score, reward, score
+from pydantic import BaseModel, Field, field_validator
+
+from agentgym.env import ResetNeeded, StepResult, TextEnv
+from agentgym.task import Task
+
+
+class Entity(BaseModel):
+    """A topic entity given with the question."""
+
+    id: str = Field(min_length=1)
+    name: str
+
+
+class KBQAConfig(BaseModel):
+    """``Task.config`` of ``agentgym/KBQA-v0``."""
+
+    question: str = Field(min_length=1)
+    """The question; topic entities appear in [brackets] as in MetaQA."""
+    entities: list[Entity] = Field(min_length=1)
+    """Topic entities (id and name) the agent starts from."""
+    kb: Literal["metaqa"] = "metaqa"
+    """Which knowledge base the question is about."""
+    max_turns: int = Field(default=10, ge=1, le=100)
+    """Actions allowed, valid or not; the last one should be the answer."""
+    max_shown: int = Field(default=20, ge=1)
+    """Entities listed per result (the total is always given)."""
+
+
+class KBQAGold(BaseModel):
+    """``Task.gold``: the logical form and the gold answer sets (F1 takes the best)."""
+
+    sexpr: str
+    answers: list[list[str]] = Field(min_length=1)
+
+    @field_validator("sexpr")
+    @classmethod
+    def _parses(cls, text: str) -> str:
+        sexpr.parse(text)
+        return text
+
+    @field_validator("answers")
+    @classmethod
+    def _non_empty(cls, answers: list[list[str]]) -> list[list[str]]:
+        if not all(answers):
+            raise ValueError("every gold answer set needs at least one id")
+        return answers
+
+
+@dataclass
+class KBQAState:
+    """Everything that changes during an episode (snapshot copies exactly this)."""
+
+    results: list[Result] = field(default_factory=list)
+    turn: int = 0
+    format_ok: bool = True
+    """Every turn so far followed the tagged format."""
+    answer: list[str] | None = None
+    score: Score | None = None
+    terminated: bool = False
+    truncated: bool = False
+
+
+class KBQAEnv(TextEnv):
+    """Knowledge-base question answering with KBQA-R1's action space."""
+
+    config_model = KBQAConfig
+    default_suite = "kbqa/metaqa-test"
+    system_prompt = SYSTEM_PROMPT
+
+    config: KBQAConfig
+    state: KBQAState
+
+    def __init__(
+        self,
+        suite: Any = None,
+        render_mode: str | None = None,
+        kb: KnowledgeBase | None = None,
+    ) -> None:
+        super().__init__(suite, render_mode)
+        self._kb = kb
+        self._reference: list[str] = []
+        self._reference_results: list[frozenset[str]] = []
+
+    @classmethod
+    def validate_task(cls, task: Task) -> KBQAConfig:
+        """Validate the config and the gold (S-expression parses, answer sets non-empty)."""
+        config = KBQAConfig.model_validate(task.config)
+        KBQAGold.model_validate(task.gold)
+        return config
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        """The KB of the current task (opened on first use)."""
+        if self._kb is None:
+            self._kb = open_kb(self.config.kb if self.config else "metaqa")
+        return self._kb
+
+    # ------------------------------------------------------------------ episode
+    def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.executor = Executor(self.kb)
+        self.state = KBQAState()
+        self._plan(task)
+        return self._first_observation(), {"entities": [e.id for e in self.config.entities]}
+
+    def _plan(self, task: Task) -> None:
+        """Compile the gold S-expression and execute it: the expert's plan (not episode state)."""
+        gold = KBQAGold.model_validate(task.gold)
+        self._gold = gold
+        self._reference = sexpr.to_actions(gold.sexpr, self.kb.type_names())
+        results: list[Result] = []
+        for text in self._reference[:-1]:
+            outcome = self.executor.run(_parsed(text), results)
+            if outcome.result is None:
+                raise ValueError(f"task {task.id}: gold step {text!r} failed: {outcome.error}")
+            results.append(outcome.result)
+        self._reference_results = [r.ids for r in results]
+
+    def _first_observation(self) -> str:
+        entities = "; ".join(f"{e.name} ({e.id})" for e in self.config.entities)
+        return "\n".join(
+            [
+                f"Question: {self.config.question}",
+                f"Topic entities: {entities}",
+                f"Knowledge base: {self.kb.name}. Relations: {', '.join(self.kb.relation_names())}."
+                f" Types: {', '.join(self.kb.type_names())}.",
+                f"Answer with entity ids. You have {self.config.max_turns} turns.",
+            ]
+        )
+
+    def _step(self, action: str) -> StepResult:
+        parsed = parse(action)
+        if isinstance(parsed, ParseError):
+            self.state.format_ok = False
+            return self._advance(f"Error: {parsed.message}\nActions:\n{GRAMMAR}", {"valid": False})
+        self.state.format_ok &= parsed.tagged
+        outcome = self.executor.run(parsed, self.state.results)
+        if outcome.error is not None:
+            return self._advance(f"Error: {outcome.error}", {"valid": False})
+        if outcome.answer is not None:
+            return self._finish(outcome.answer)
+        return self._advance(*self._show(parsed, outcome))
+
+    def _show(self, action: Action, outcome: Outcome) -> tuple[str, dict[str, Any]]:
+        if outcome.relations is not None:
+            listed = ", ".join(f"{r} ({n})" for r, n in outcome.relations.items()) or "none"
+            return f"Relations of {action.args[0]}: {listed}", {
+                "valid": True,
+                "relations": list(outcome.relations),
+            }
+        assert outcome.result is not None
+        self.state.results.append(outcome.result)
+        ref = f"#{len(self.state.results) - 1}"
+        text = self.executor.show(outcome.result, self.config.max_shown)
+        note = f" {outcome.note}" if outcome.note else ""
+        return f"{ref} = {action}: {text}{note}", {
+            "valid": True,
+            "result_ref": ref,
+            "result_size": len(outcome.result.ids),
+        }
+
+    def _step_invalid(self, message: str) -> StepResult:
+        """Non-text actions also use a turn, so a broken agent still hits the turn limit."""
+        self.state.format_ok = False
+        return self._advance(f"Error: {message}\nActions:\n{GRAMMAR}", {"valid": False})
+
+    def _advance(self, observation: str, info: dict[str, Any]) -> StepResult:
+        """Count the turn; out of turns, the episode ends unanswered (score 0)."""
+        self.state.turn += 1
+        info = {
+            **info,
+            "turn": self.state.turn,
+            "turns_left": self.config.max_turns - self.state.turn,
+        }
+        if self.state.turn < self.config.max_turns:
+            return information(observation), 0.0, False, False, info
+        self.state.truncated = True
+        text = f"{observation}\nOut of turns ({self.config.max_turns}): no answer was given."
+        return information(text), 0.0, False, True, {**info, **self._final_info(0.0)}
+
+    def _finish(self, answer: list[str]) -> StepResult:
+        self.state.turn += 1
+        self.state.answer, self.state.terminated = answer, True
+        self.state.score = score(answer, self._gold.answers)
+        r = reward(self.state.score.f1, self.state.format_ok)
+        info = {
+            "valid": True,
+            "turn": self.state.turn,
+            "turns_left": self.config.max_turns - self.state.turn,
+        }
+        text = f"Answered {len(answer)} id(s). F1 {self.state.score.f1:.3f}."
+        return information(text), r, True, False, {**info, **self._final_info(r)}
+
+    def _final_info(self, r: float) -> dict[str, Any]:
+        s = self.state.score
+        f1 = s.f1 if s else 0.0
+        return {
+            "success": bool(s and s.em == 1.0),
+            "score": f1,
+            "f1": f1,
+            "hits1": s.hits1 if s else 0.0,
+            "em": s.em if s else 0.0,
+            "format_ok": self.state.format_ok,
+            "reward": r,
+            "answer": list(self.state.answer or []),
+        }
+
+    # ------------------------------------------------------------------ oracle and hints
+    def reference_actions(self) -> list[str]:
+        """The gold S-expression as an action sequence (Referenced Rejection Sampling's hint)."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before reference_actions()")
+        return list(self._reference)
+
+    def expert_action(self) -> str:
+        """The next reference step, renumbered onto the results this episode already has."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before expert_action()")
+        mapping: dict[str, str] = {}
+        have = [r.ids for r in self.state.results]
+        for i, ids in enumerate(self._reference_results):
+            found = [k for k, h in enumerate(have) if h == ids]
+            if not found:
+                return _renumber(self._reference[i], mapping)
+            mapping[f"#{i}"] = f"#{found[-1]}"
+        return _renumber(self._reference[-1], mapping)
+
+    def restore(self, snapshot: Any) -> None:
+        """Restore the state, then rebuild the plan of the snapshot's task."""
+        super().restore(snapshot)
+        self.executor = Executor(self.kb)
+        self._plan(snapshot.task)
+
+
+def _parsed(text: str) -> Action:
+    action = parse(text)
+    if isinstance(action, ParseError):
+        raise ValueError(f"reference step {text!r} does not parse: {action.message}")
+    return action
+
+
+def _renumber(action: str, mapping: dict[str, str]) -> str:
+    """Rewrite reference result numbers (``#i``) into this episode's numbers."""
+    return re.sub(r"#\d+", lambda m: mapping.get(m.group(0), m.group(0)), action)
