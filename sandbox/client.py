@@ -49,9 +49,22 @@ REPLY_GRACE_S = 15.0
 sandbox dead (a loaded machine can be slow to kill a process tree)."""
 
 
-def server_source() -> str:
-    """Source of ``server.py``: providers run it with ``python3 -c`` so images need no copy of it."""
-    return resources.files("agentgym.sandbox").joinpath("server.py").read_text(encoding="utf-8")
+BOOTSTRAP = (
+    "import sys,json;"
+    "exec(compile(json.loads(sys.stdin.readline()),'agentgym-sandbox-server','exec'))"
+)
+"""``python3 -c BOOTSTRAP ARGS``: reads the server's source from the first stdin line and runs it."""
+
+
+def server_command(python: str, args: list[str]) -> list[str]:
+    """The argv that starts the command server (send :func:`server_source_line` first)."""
+    return [python, "-c", BOOTSTRAP, *args]
+
+
+def server_source_line() -> bytes:
+    """Source of ``server.py`` as one JSON line: images need no copy of it, so none is stale."""
+    src = resources.files("agentgym.sandbox").joinpath("server.py").read_text(encoding="utf-8")
+    return json.dumps(src).encode()
 
 
 class ServerSandbox(Sandbox):

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from agentgym.sandbox.base import SandboxError
 from agentgym.sandbox.channel import AttachChannel
-from agentgym.sandbox.client import ServerSandbox, server_source
+from agentgym.sandbox.client import ServerSandbox, server_command, server_source_line
 from agentgym.sandbox.config import LABEL, SandboxConfig
 from agentgym.sandbox.reaper import OWNER_LABEL, owner_id, reap_orphans
 
@@ -98,6 +98,7 @@ class DockerProvider:
     def _create_once(self) -> ServerSandbox:
         cfg = self.config
         channel, cid = self.spawn(self.server_command())
+        channel.send_line(server_source_line())
         sandbox = ServerSandbox(
             channel,
             self.destroy,
@@ -118,7 +119,7 @@ class DockerProvider:
 
     def server_command(self) -> list[str]:
         """The command server, its workdir, and the scratch folders ``reset`` empties."""
-        return ["python3", "-c", server_source(), self.config.workdir, "--own-pidns", "/tmp", "/dev/shm"]
+        return server_command("python3", [self.config.workdir, "--own-pidns", "/tmp", "/dev/shm"])
 
     def spawn(self, command: list[str]) -> tuple[AttachChannel, str]:
         """Start a locked-down container running ``command``; return its attached streams and id.

@@ -2,8 +2,9 @@
 
 It is the sandbox's main process (docker: the container's command behind ``docker-init``; local:
 bubblewrap's child), started once per sandbox, so a command costs one message round trip plus one
-process spawn instead of a ``docker exec`` (60-80 ms). Standard library only: the providers pass
-this file's source to ``python3 -c``, so the image needs nothing but a Python 3.
+process spawn instead of a ``docker exec`` (60-80 ms). Standard library only: the providers start
+``python3 -c BOOTSTRAP`` and send this file's source as the first line on stdin, so the image needs
+nothing but a Python 3 and never holds a stale copy.
 
 Requests: ``{"id": n, "op": "exec"|"read"|"write"|"reset"|"ping", ...}``; replies
 ``{"id": n, "ok": true, ...}`` or ``{"id": n, "ok": false, "error": "<exception name>",
@@ -15,6 +16,7 @@ it, only the processes of sessions this server started.
 """
 
 import base64
+import errno
 import json
 import os
 import shutil
@@ -28,7 +30,12 @@ import time
 CHUNK = 1 << 16
 OOM_FIRST = 'echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec "$@"'
 """Commands run under this shell prelude so the kernel's OOM killer picks them, not the server."""
-BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+"""Reported as ``PermissionError``: a read-only file system is a permission the sandbox lacks."""
+BASE_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+    "LANG": "C.UTF-8",
+}
 
 
 class OpError(Exception):
@@ -76,7 +83,8 @@ class Server:
         except OpError as e:
             self.send({"id": rid, "ok": False, "error": e.name, "message": str(e)})
         except OSError as e:
-            self.send({"id": rid, "ok": False, "error": type(e).__name__, "message": str(e)})
+            name = "PermissionError" if e.errno in DENIED else type(e).__name__
+            self.send({"id": rid, "ok": False, "error": name, "message": str(e)})
         except Exception as e:  # a bug here must reach the client, not kill the server
             self.send({"id": rid, "ok": False, "error": "SandboxError", "message": repr(e)})
 
