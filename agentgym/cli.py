@@ -18,6 +18,7 @@ from rich.table import Table
 
 from agentgym.episode import Episode
 from agentgym.runner import Progress as RunProgress
+from agentgym.sandbox.cli import sandbox_app
 from agentgym.store import Store
 from agentgym.task import TaskFileError
 
@@ -29,6 +30,7 @@ app = typer.Typer(
 )
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(sandbox_app, name="sandbox")
 console = Console(width=None if sys.stdout.isatty() else 160)  # pipes and CI get full tables
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line: greppable
 
