@@ -17,6 +17,26 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "agentgym.envs.kbqa.env:KBQAEnv",
         "Knowledge-base QA over MetaQA with KBQA-R1's actions (joins, merge, order, compare, count)",
     ),
+    (
+        "TauRetail-v0",
+        "agentgym.envs.tooluse.env:TauRetailEnv",
+        "Customer service with a simulated user: tau2-bench retail tools, policy and tasks",
+    ),
+    (
+        "TauAirline-v0",
+        "agentgym.envs.tooluse.env:TauAirlineEnv",
+        "Customer service with a simulated user: tau2-bench airline tools, policy and tasks",
+    ),
+    (
+        "TauMock-v0",
+        "agentgym.envs.tooluse.env:TauMockEnv",
+        "tau2-bench's mock domain (every tau2 evaluation feature, 10 tasks)",
+    ),
+    (
+        "TauBenchRetail-v0",
+        "agentgym.envs.tooluse.env:TauBenchRetailEnv",
+        "tau-bench v1 retail: its tools, data and tasks, graded by database hash and outputs",
+    ),
 ]
 
 

@@ -1,1 +1,1 @@
-"""Placeholder until the env lands: see its issue."""
+"""Tool use with a simulated user (tau-bench / tau2-bench) -- docs page to be written."""

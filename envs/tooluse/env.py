@@ -1,0 +1,276 @@
+"""``TauEnv``: an agent serves a simulated user through a domain's tools, under the domain policy.
+
+See the package docstring for the episode rules. All mutable episode state (databases, both
+sides of the conversation, the reference outcome) lives in :class:`TauState`; the databases are
+copy-on-write views, so ``reset`` and ``snapshot`` copy only what the episode changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from agentgym.env import ResetNeeded, StepResult, TextEnv
+from agentgym.envs.tooluse.actions import Malformed, Message, ToolCall, format_call, parse_action
+from agentgym.envs.tooluse.reward import (
+    Judge,
+    RewardInfo,
+    communicated,
+    gold_world,
+    tau2_reward,
+    tau_bench_reward,
+)
+from agentgym.envs.tooluse.tasks import TauConfig, TauGold
+from agentgym.envs.tooluse.users import (
+    AGENT_GREETING,
+    STOP,
+    UserContext,
+    UserSimulator,
+    is_stop,
+    make_user,
+)
+from agentgym.envs.tooluse.world import TERMINATE_TOOLS, World, get_domain
+from agentgym.task import Task
+
+CLOSING = "Is there anything else I can help you with?"
+SYSTEM_PROMPT = (
+    "You are a customer service agent. Follow the policy shown in the first observation. Each "
+    "turn, either call one tool, as JSON {\"name\": <tool>, \"arguments\": {...}} (the tools are "
+    "in info['tools']), or write a message to the user as plain text. Tool results and the "
+    "user's replies come back as observations. Transferring to a human agent ends the "
+    "conversation, and so does the user when satisfied."
+)
+
+
+@dataclass
+class TauState:
+    """Everything that changes during an episode (``snapshot`` deep-copies exactly this)."""
+
+    world: World
+    reference: World
+    """The gold outcome: a fresh world with the gold actions replayed."""
+    plan: list[str]
+    """The expert's actions (gold tool calls, then what it must say)."""
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation in OpenAI message format (tool calls and results included)."""
+    user_history: list[dict[str, Any]] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    """The agent's messages to the user."""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    steps: int = 0
+    reward: RewardInfo | None = None
+
+
+class TauEnv(TextEnv):
+    """Tool use with a simulated user (tau-bench / tau2-bench domains)."""
+
+    config_model: ClassVar[type[BaseModel]] = TauConfig
+    system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    state: TauState
+
+    def __init__(
+        self,
+        suite: Any = None,
+        render_mode: str | None = None,
+        user: str | UserSimulator = "gold",
+        judge: Judge | None = None,
+    ) -> None:
+        super().__init__(suite, render_mode)
+        self.user = make_user(user)
+        self.judge = judge
+        self.seed: int | None = None
+
+    # ------------------------------------------------------------------ tasks
+    @classmethod
+    def validate_task(cls, task: Task) -> BaseModel:
+        config = TauConfig.model_validate(task.config)
+        gold = TauGold.model_validate(task.gold)
+        toolkit = get_domain(config.domain).toolkit
+        for action in gold.actions or []:
+            if action.requestor == "assistant" and toolkit.kind(action.name) is None:
+                raise ValueError(f"gold.actions: {action.name!r} is not a {config.domain} tool")
+        return config
+
+    def gold(self) -> TauGold:
+        """The current task's gold."""
+        if self.task is None:
+            raise ResetNeeded("call reset() first")
+        return TauGold.model_validate(self.task.gold)
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        self.seed = seed
+        return super().reset(seed=seed, options=options)
+
+    def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        config: TauConfig = self.config
+        gold = self.gold()
+        domain = get_domain(config.domain)
+        world = World(domain)
+        world.apply_initial_state(config.initial_state)
+        self.state = TauState(world, gold_world(domain, config, gold), expert_plan(gold))
+        history = (config.initial_state or {}).get("message_history") or []
+        self.state.transcript = [_clean(m) for m in history]
+        last_agent = next(
+            (m.get("content") for m in reversed(history) if m.get("role") == "assistant" and m.get("content")),
+            AGENT_GREETING,
+        )
+        first = self.user.reply(self._context(), self.state.user_history, str(last_agent))
+        self.state.transcript.append({"role": "user", "content": first})
+        obs = render_opening(domain.policy, history, first)
+        info = {
+            "tools": domain.toolkit.schemas(),
+            "policy": domain.policy,
+            "domain": domain.name,
+            "source": "user",
+            "user": self.user.name,
+        }
+        return obs, info
+
+    def _context(self) -> UserContext:
+        return UserContext(self.config, self.seed, self.state.world, self._goal_met)
+
+    def _goal_met(self) -> bool:
+        gold, st = self.gold(), self.state
+        needles = gold.outputs + gold.communicate_info
+        return (
+            st.world.same_state(st.reference)
+            and all(communicated(n, st.said) for n in needles)
+            and all(st.world.run_assertion(a) for a in gold.env_assertions)
+        )
+
+    def _step(self, action: str) -> StepResult:
+        st = self.state
+        st.steps += 1
+        parsed = parse_action(action)
+        if isinstance(parsed, Malformed):
+            return self._finish(f"{parsed.reason} {_HINT}", False, {"valid": False})
+        if isinstance(parsed, ToolCall):
+            return self._tool_step(parsed)
+        return self._message_step(parsed)
+
+    def _tool_step(self, call: ToolCall) -> StepResult:
+        st = self.state
+        known = st.world.tools.kind(call.name) is not None
+        result = st.world.call(call.name, call.arguments)
+        st.calls.append((call.name, call.arguments))
+        call_id = f"call_{st.steps}"
+        st.transcript.append(
+            {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}]}
+        )
+        st.transcript.append({"role": "tool", "tool_call_id": call_id, "content": result.output})
+        info = {"valid": known, "source": call.name, "tool_error": result.error}
+        return self._finish(result.output, known and call.name in TERMINATE_TOOLS, info)
+
+    def _message_step(self, message: Message) -> StepResult:
+        st = self.state
+        st.said.append(message.content)
+        st.transcript.append({"role": "assistant", "content": message.content})
+        if STOP in message.content:
+            return self._finish("The agent ended the conversation.", True, {"source": "agent"})
+        reply = self.user.reply(self._context(), st.user_history, message.content)
+        st.transcript.append({"role": "user", "content": reply})
+        return self._finish(reply, is_stop(reply), {"source": "user"})
+
+    def _finish(self, obs: str, terminated: bool, info: dict[str, Any]) -> StepResult:
+        st = self.state
+        truncated = not terminated and st.steps >= self.config.max_steps
+        if not (terminated or truncated):
+            return obs, 0.0, False, False, info
+        if terminated:
+            st.reward = self.grade()
+        else:
+            st.reward = RewardInfo(0.0, unscored=[])
+        info.update(
+            success=st.reward.reward == 1.0,
+            score=st.reward.reward,
+            reward_info=st.reward.as_dict(),
+        )
+        return obs, st.reward.reward, terminated, truncated, info
+
+    def grade(self) -> RewardInfo:
+        """The benchmark's reward for the conversation so far."""
+        gold, st = self.gold(), self.state
+        if st.world.domain.style == "tau_bench":
+            return tau_bench_reward(st.world, st.reference, gold, st.said)
+        return tau2_reward(st.world, st.reference, gold, st.said, st.calls, st.transcript, self.judge)
+
+    def _step_invalid(self, message: str) -> StepResult:
+        self.state.steps += 1
+        return self._finish(f"{message} {_HINT}", False, {"valid": False})
+
+    # ------------------------------------------------------------------ expert and export
+    def expert_action(self) -> str:
+        """The next gold action, then the required outputs, then a closing message."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before expert_action()")
+        done = sum(1 for m in self.state.transcript if m.get("role") == "assistant") - len(
+            [m for m in (self.config.initial_state or {}).get("message_history") or [] if m.get("role") == "assistant"]
+        )
+        plan = self.state.plan
+        return plan[done] if done < len(plan) else CLOSING
+
+    def export_db(self) -> dict[str, Any]:
+        """The agent-side database in the original benchmark's JSON schema."""
+        return self.state.world.db.export()
+
+    def db_hash(self) -> str:
+        """The hash the original benchmark computes for the current database."""
+        return self.state.world.db.hash()
+
+
+_HINT = "Call one tool as JSON {\"name\": ..., \"arguments\": {...}} or write a message to the user."
+
+
+def expert_plan(gold: TauGold) -> list[str]:
+    """Gold tool calls (assistant side), a message with what must be said, the closing move."""
+    actions = [a for a in gold.actions or [] if a.requestor == "assistant"]
+    plan = [format_call(a.name, a.arguments) for a in actions if a.name not in TERMINATE_TOOLS]
+    needles = gold.outputs + gold.communicate_info
+    if needles:
+        plan.append("Here is what you asked for: " + "; ".join(needles) + ".")
+    terminal = [a for a in actions if a.name in TERMINATE_TOOLS]
+    plan += [format_call(a.name, a.arguments) for a in terminal[:1]] or [CLOSING]
+    return plan
+
+
+def render_opening(policy: str, history: list[dict[str, Any]], first: str) -> str:
+    """The first observation: the policy, any earlier conversation, the user's message."""
+    lines = [f"# Policy\n\n{policy.strip()}\n\n# Conversation\n"]
+    for message in history:
+        for call in message.get("tool_calls") or []:
+            lines.append(f"assistant (tool call): {format_call(call['name'], call.get('arguments', {}))}")
+        if message.get("content"):
+            lines.append(f"{message['role']}: {message['content']}")
+    lines.append(f"user: {first}")
+    return "\n".join(lines)
+
+
+def _clean(message: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in message.items() if k != "turn_idx"}
+
+
+class TauRetailEnv(TauEnv):
+    """tau2-bench retail."""
+
+    default_suite: ClassVar[str | None] = "tooluse/retail-test"
+
+
+class TauAirlineEnv(TauEnv):
+    """tau2-bench airline."""
+
+    default_suite: ClassVar[str | None] = "tooluse/airline-test"
+
+
+class TauMockEnv(TauEnv):
+    """tau2-bench mock (the domain tau2 tests its machinery with)."""
+
+    default_suite: ClassVar[str | None] = "tooluse/mock"
+
+
+class TauBenchRetailEnv(TauEnv):
+    """tau-bench v1 retail on v1's own data."""
+
+    default_suite: ClassVar[str | None] = "tooluse/tau-bench-retail-test"

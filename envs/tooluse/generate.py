@@ -1,0 +1,116 @@
+"""Deterministic generator of the ``tooluse`` task suites from the shipped tau2-bench/tau-bench data.
+
+    python -m agentgym.envs.tooluse.generate [--out tasks/tooluse]
+
+Suites: ``retail-train``/``retail-test`` and ``airline-train``/``airline-test`` (tau2-bench's
+own splits), ``mock`` (tau2-bench's 10 mock tasks), ``tau-bench-retail-test`` (115) and
+``tau-bench-retail-dev`` (20) (tau-bench v1). Tasks are converted, never edited.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agentgym.envs.tooluse.data import DATA, read_json
+from agentgym.envs.tooluse.tasks import TauConfig, TauGold, from_tau2, from_tau_bench
+from agentgym.task import Task, write_tasks
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_IDS = {
+    "retail": "agentgym/TauRetail-v0",
+    "airline": "agentgym/TauAirline-v0",
+    "mock": "agentgym/TauMock-v0",
+    "tau_bench_retail": "agentgym/TauBenchRetail-v0",
+}
+INSTRUCTION = "Serve the customer who contacts you, using the {domain} tools under the {domain} policy."
+
+
+def _task(task_id: str, split: str, config: TauConfig, gold: TauGold, tags: list[str]) -> Task:
+    domain = config.domain
+    return Task(
+        id=task_id,
+        env=ENV_IDS[domain],
+        split=split,
+        instruction=INSTRUCTION.format(domain=domain.replace("tau_bench_", "")),
+        config=config.model_dump(exclude_defaults=True),
+        gold=gold.model_dump(exclude_defaults=True),
+        tags=tags,
+        difficulty=len(gold.actions or []),
+    )
+
+
+def tau2_suites(domain: str) -> dict[str, list[Task]]:
+    """tau2-bench tasks of one domain, by split (the domain's ``split_tasks.json``)."""
+    raw = {t["id"]: t for t in read_json(f"tau2/{domain}/tasks.json")}
+    splits: dict[str, list[str]] = read_json(f"tau2/{domain}/split_tasks.json")
+    wanted = {"base": "mock"} if domain == "mock" else {"train": "train", "test": "test"}
+    suites = {}
+    for split, suite in wanted.items():
+        tasks = []
+        for task_id in splits[split]:
+            config, gold = from_tau2(raw[task_id], domain)
+            tags = ["tau2", domain, *([] if gold.actions is None else _write_tag(gold))]
+            tasks.append(_task(f"tau2-{domain}-{task_id}", split, config, gold, tags))
+        name = suite if domain == "mock" else f"{domain}-{suite}"
+        suites[name] = tasks
+    return suites
+
+
+def _write_tag(gold: TauGold) -> list[str]:
+    writes = {"cancel", "modify", "exchange", "return", "book", "update", "send", "create"}
+    has_write = any(a.name.split("_")[0] in writes for a in gold.actions or [])
+    return ["write" if has_write else "read-only"]
+
+
+def tau_bench_suites() -> dict[str, list[Task]]:
+    """tau-bench v1 retail tasks (test and dev), on v1's own data."""
+    suites = {}
+    for split in ("test", "dev"):
+        tasks = []
+        for i, raw in enumerate(read_json(f"tau_bench/retail/tasks_{split}.json")):
+            config, gold = from_tau_bench(raw)
+            tags = ["tau-bench", "retail", *_write_tag(gold), *(["outputs"] if gold.outputs else [])]
+            tasks.append(_task(f"tau-bench-retail-{split}-{i:03d}", split, config, gold, tags))
+        suites[f"tau-bench-retail-{split}"] = tasks
+    return suites
+
+
+def generate(out: Path) -> dict[str, Any]:
+    """Write every suite, the licences and ``manifest.json``; return the manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    suites = {**tau2_suites("retail"), **tau2_suites("airline"), **tau2_suites("mock"), **tau_bench_suites()}
+    files = {}
+    for name, tasks in sorted(suites.items()):
+        path = out / f"{name}.jsonl"
+        write_tasks(path, tasks)
+        files[name] = {"tasks": len(tasks), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    shutil.copyfile(DATA / "tau2" / "LICENSE", out / "LICENSE-tau2")
+    shutil.copyfile(DATA / "tau_bench" / "LICENSE", out / "LICENSE-tau-bench")
+    manifest = {
+        "generator": "agentgym.envs.tooluse.generate",
+        "suites": files,
+        "sources": {
+            "tau2": "sierra-research/tau2-bench data/tau2/domains/{retail,airline,mock} (MIT, LICENSE-tau2)",
+            "tau-bench": "sierra-research/tau-bench tau_bench/envs/retail (MIT, LICENSE-tau-bench)",
+        },
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "tasks" / "tooluse")
+    args = parser.parse_args()
+    manifest = generate(args.out)
+    for name, entry in manifest["suites"].items():
+        print(f"{name}: {entry['tasks']} tasks")
+
+
+if __name__ == "__main__":
+    main()
