@@ -1,1 +1,5 @@
-"""Placeholder until the env lands: see its issue."""
+"""Household: ALFWorld-compatible text game (placeholder docstring, replaced below)."""
+
+from agentgym.envs.household.env import HouseholdEnv
+
+__all__ = ["HouseholdEnv"]

@@ -1,0 +1,196 @@
+"""A config compiled into flat lists for the engine: names, capabilities, initial placement.
+
+Everything here is fixed for an episode; what changes lives in :class:`State`. Receptacles and
+objects are ints (list positions), each receptacle is its own location (the agent stands at a
+receptacle index, or -1 for the middle of the room), and object listings are kept in ALFWorld's
+print order (type name ascending, then number descending: ``a bowl 2, a bowl 1, a bread 1``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from agentgym.envs.household.catalog import catalog
+from agentgym.envs.household.config import APPLIANCE, HouseholdConfig, fits, parse_scene, type_of
+
+# static object capabilities (Scene.o_caps)
+PICK, CLEANABLE, HEATABLE, COOLABLE, TOGGLE, SLICEABLE, SHARP, RECOBJ = (1 << i for i in range(8))
+# dynamic object state (State.flags)
+IS_CLEAN, IS_HOT, IS_COOL, IS_SLICED, IS_TOGGLED, IS_ON = (1 << i for i in range(6))
+# receptacle roles
+SINK, MICROWAVE, FRIDGE = 1, 2, 3
+ROLE = {"sinkbasin": SINK, "microwave": MICROWAVE, "fridge": FRIDGE}
+HELD = -1
+"""``State.where`` of the held object; floor objects next to receptacle r have ``-2 - r``."""
+# goal kinds
+PLACE, TWO, LOOK = 0, 1, 2
+REQUIRED = {
+    "pick_clean_then_place_in_recep": IS_CLEAN,
+    "pick_heat_then_place_in_recep": IS_HOT,
+    "pick_cool_then_place_in_recep": IS_COOL,
+}
+
+
+@dataclass
+class State:
+    """Everything that changes in an episode; copying it is the snapshot."""
+
+    loc: int
+    """Receptacle the agent stands at, -1 in the middle of the room."""
+    held: int
+    """Object in hand, -1 for none."""
+    where: list[int]
+    """Per object: receptacle index, ``HELD``, or ``-2 - r`` on the floor next to r."""
+    contents: list[list[int]]
+    """Per receptacle: objects in it, in print order."""
+    opened: list[bool]
+    flags: list[int]
+    """Per object: IS_* bits."""
+    turn: int = 0
+    won: bool = False
+    reached: set[str] = field(default_factory=set)
+    """Subgoals reached so far (for the optional shaped reward)."""
+
+    def copy(self) -> State:
+        """A deep copy, cheaper than ``copy.deepcopy``."""
+        return State(
+            self.loc,
+            self.held,
+            self.where[:],
+            [c[:] for c in self.contents],
+            self.opened[:],
+            self.flags[:],
+            self.turn,
+            self.won,
+            set(self.reached),
+        )
+
+
+class Scene:
+    """The compiled, read-only side of a game."""
+
+    def __init__(self, config: HouseholdConfig) -> None:
+        parsed = parse_scene(config)
+        cat = catalog()
+        self.config = config
+        self.r_names = parsed.receptacles
+        self.r_types = [type_of(r) for r in self.r_names]
+        self.r_openable = parsed.openable
+        self.r_role = [ROLE.get(t, 0) for t in self.r_types]
+        self.r_index = {n: i for i, n in enumerate(self.r_names)}
+        self.r_order = sorted(range(len(self.r_names)), key=lambda i: _sort_key(self.r_names[i]))
+        self.o_names = parsed.objects
+        self.o_types = [type_of(o) for o in self.o_names]
+        self.o_index = {n: i for i, n in enumerate(self.o_names)}
+        self.o_caps = [_caps(t) for t in self.o_types]
+        self.o_rank = _ranks(self.o_names)
+        self.o_listed = [f"a {n}" for n in self.o_names]
+        self.fits = [[fits(config, rt, ot) for rt in self.r_types] for ot in self.o_types]
+        self.receptacle_objects = cat.receptacle_objects
+        self.start = -1 if config.start is None else self.r_index[config.start]
+        self.loc_numbers = _loc_numbers(config, self.r_names)
+        self._init_placement(parsed.contents, parsed.floor)
+        self._init_goal(config)
+
+    def _init_placement(self, contents: dict[str, list[str]], floor: dict[str, list[str]]) -> None:
+        self.init_where = [0] * len(self.o_names)
+        self.init_contents: list[list[int]] = [[] for _ in self.r_names]
+        self.floor_at: list[list[int]] = [[] for _ in self.r_names]
+        for rname, objs in contents.items():
+            r = self.r_index[rname]
+            for o in (self.o_index[n] for n in objs):
+                self.init_where[o] = r
+                self.init_contents[r].append(o)
+            self.init_contents[r].sort(key=self.o_rank.__getitem__)
+        for rname, objs in floor.items():
+            r = self.r_index[rname]
+            for o in (self.o_index[n] for n in objs):
+                self.init_where[o] = -2 - r
+                self.floor_at[r].append(o)
+            self.floor_at[r].sort(key=self.o_rank.__getitem__)
+
+    def _init_goal(self, config: HouseholdConfig) -> None:
+        goal = config.goal()
+        self.goal = goal
+        self.goal_kind = {"look_at_obj_in_light": LOOK, "pick_two_obj_and_place": TWO}.get(
+            goal.task_type, PLACE
+        )
+        self.goal_required = REQUIRED.get(goal.task_type, 0)
+        self.goal_objs = frozenset(i for i, t in enumerate(self.o_types) if t == goal.object)
+        self.goal_recs = [i for i, t in enumerate(self.r_types) if t == goal.receptacle]
+        self.lamps = [i for i, t in enumerate(self.o_types) if t == goal.lamp]
+        appliance = APPLIANCE.get(goal.task_type)
+        self.appliances = [i for i, t in enumerate(self.r_types) if t == appliance]
+
+    def initial_state(self) -> State:
+        """The state at reset."""
+        return State(
+            self.start,
+            HELD,
+            self.init_where[:],
+            [c[:] for c in self.init_contents],
+            [False] * len(self.r_names),
+            [0] * len(self.o_names),
+        )
+
+    def location_of(self, state: State, o: int) -> int:
+        """Receptacle index where object ``o`` is (the agent's place when held)."""
+        w = state.where[o]
+        if w >= 0:
+            return w
+        return state.loc if w == HELD else -2 - w
+
+
+def _sort_key(name: str) -> tuple[str, int]:
+    kind, _, num = name.rpartition(" ")
+    return kind, -int(num)
+
+
+def _ranks(names: list[str]) -> list[int]:
+    order = sorted(range(len(names)), key=lambda i: _sort_key(names[i]))
+    ranks = [0] * len(names)
+    for rank, i in enumerate(order):
+        ranks[i] = rank
+    return ranks
+
+
+def _caps(object_type: str) -> int:
+    cat = catalog()
+    caps = 0
+    for bit, group in (
+        (PICK, cat.pickupable),
+        (CLEANABLE, cat.cleanable),
+        (HEATABLE, cat.heatable),
+        (COOLABLE, cat.coolable),
+        (TOGGLE, cat.toggleable),
+        (SLICEABLE, cat.sliceable),
+        (SHARP, cat.sharp),
+        (RECOBJ, cat.receptacle_objects),
+    ):
+        if object_type in group:
+            caps |= bit
+    return caps
+
+
+def _loc_numbers(config: HouseholdConfig, names: list[str]) -> list[int]:
+    given = config.locs or {}
+    return [given.get(n, i + 1) for i, n in enumerate(names)]
+
+
+_CACHE: OrderedDict[int, tuple[HouseholdConfig, Scene]] = OrderedDict()
+_CACHE_SIZE = 512
+
+
+def compile_scene(config: HouseholdConfig) -> Scene:
+    """The scene of ``config``, cached by config identity (configs are frozen)."""
+    key = id(config)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is config:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    scene = Scene(config)
+    _CACHE[key] = (config, scene)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return scene
