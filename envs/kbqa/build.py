@@ -163,16 +163,16 @@ def _write(
     out.unlink(missing_ok=True)
     db = sqlite_utils.Database(out)
     columns = {"id": str, "name": str, "kind": str, "datatype": str, "value": float}
-    db["nodes"].insert_all(nodes.rows.values(), pk="id", columns=columns, batch_size=5000)
-    db["triples"].insert_all(
+    db.table("nodes").insert_all(nodes.rows.values(), pk="id", columns=columns, batch_size=5000)
+    db.table("triples").insert_all(
         triples,
         columns={"head": str, "relation": str, "tail": str, "value": float},
         batch_size=5000,
     )
-    db["types"].insert_all(
+    db.table("types").insert_all(
         ({"node": n, "type": t} for n, t in sorted(nodes.types)), pk=("node", "type")
     )
-    db["relations"].insert_all(
+    db.table("relations").insert_all(
         {
             "name": r,
             "head_type": spec.head_type,
@@ -181,7 +181,7 @@ def _write(
         }
         for r, t in spec.tail_types.items()
     )
-    db["meta"].insert_all(
+    db.table("meta").insert_all(
         [
             {"key": "name", "value": spec.name},
             {"key": "source_sha256", "value": sha},
@@ -189,11 +189,11 @@ def _write(
         ],
         pk="key",
     )
-    db["nodes"].create_index(["name"])
-    db["triples"].create_index(["head", "relation"])
-    db["triples"].create_index(["relation", "tail"])
-    db["triples"].create_index(["relation", "value"])
-    db["types"].create_index(["type", "node"])
+    db.table("nodes").create_index(["name"])
+    db.table("triples").create_index(["head", "relation"])
+    db.table("triples").create_index(["relation", "tail"])
+    db.table("triples").create_index(["relation", "value"])
+    db.table("types").create_index(["type", "node"])
     db.execute("ANALYZE")
     db.conn.commit()
     db.close()

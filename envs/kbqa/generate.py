@@ -117,7 +117,7 @@ def metaqa_sexpr(qtype: str, topic: str) -> str:
     """Gold S-expression of a MetaQA question type (``actor_to_movie_to_year``) from its topic."""
     words = qtype.split("_to_")
     expr = topic
-    for src, dst in zip(words, words[1:]):
+    for src, dst in zip(words, words[1:], strict=False):
         if src == "movie":
             expr = f"(JOIN (R {QTYPE_RELATIONS[dst]}) {expr})"
         elif dst == "movie":

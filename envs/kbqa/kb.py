@@ -16,7 +16,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from agentgym.envs.kbqa.build import METAQA, ensure_built, metaqa_source
 
@@ -86,7 +86,7 @@ class SQLiteKB:
         self._types = sorted(t for (t,) in self._rows("SELECT DISTINCT type FROM types"))
         self._numeric = sorted(r for (r,) in self._rows("SELECT name FROM relations WHERE literal"))
 
-    def _rows(self, sql: str, *params: object) -> list[tuple[object, ...]]:
+    def _rows(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
@@ -134,7 +134,7 @@ class SQLiteKB:
             "WHERE tail IN (SELECT value FROM json_each(?)) GROUP BY relation",
             ids,
         )
-        found = {str(r): int(n) for r, n in out} | {f"~{r}": int(n) for r, n in inc}  # type: ignore[call-overload]
+        found = {str(r): int(n) for r, n in out} | {f"~{r}": int(n) for r, n in inc}
         return dict(sorted(found.items()))
 
     def with_type(self, nodes: Iterable[str], type_: str) -> frozenset[str]:
@@ -153,7 +153,7 @@ class SQLiteKB:
         )
         found: dict[str, list[float]] = defaultdict(list)
         for head, value in self._rows(sql, relation, json.dumps(list(nodes))):
-            found[str(head)].append(float(value))  # type: ignore[arg-type]
+            found[str(head)].append(float(value))
         return dict(found)
 
     def compare(self, relation: str, op: CompareOp, value: float) -> frozenset[str]:
@@ -219,7 +219,7 @@ class CachedKB(SQLiteKB):
                 rows = self._rows(
                     "SELECT head, tail, value FROM triples WHERE relation = ?", relation
                 )
-                index = self._indexes.setdefault(relation, _Relation(rows))  # type: ignore[arg-type]
+                index = self._indexes.setdefault(relation, _Relation(rows))
         return index
 
     def label(self, node: str) -> str:
