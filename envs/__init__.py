@@ -13,6 +13,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "Intent clarification (20 questions) over real products and movies",
     ),
     (
+        "Household-v0",
+        "agentgym.envs.household.env:HouseholdEnv",
+        "ALFWorld-compatible household text game (6 task types, 120 ALFRED floor plans)",
+    ),
+    (
         "KBQA-v0",
         "agentgym.envs.kbqa.env:KBQAEnv",
         "Knowledge-base QA over MetaQA with KBQA-R1's actions (joins, merge, order, compare, count)",
@@ -36,6 +41,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "TauBenchRetail-v0",
         "agentgym.envs.tooluse.env:TauBenchRetailEnv",
         "tau-bench v1 retail: its tools, data and tasks, graded by database hash and outputs",
+    ),
+    (
+        "BFCL-v0",
+        "agentgym.envs.tooluse.bfcl:BFCLEnv",
+        "Single-turn function calling (BFCL v4 simple, multiple, parallel), AST-graded",
     ),
 ]
 

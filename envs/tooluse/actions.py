@@ -54,19 +54,20 @@ def parse_action(text: str) -> Parsed:
         return Malformed("The action is empty: send a tool call or a message to the user.")
     if _CONTROL.search(stripped):
         return Malformed("The action contains control characters.")
-    inner = _unwrap(stripped)
+    inner = unwrap(stripped)
     if inner[:1] in "{[":
         try:
             data = json.loads(inner)
         except json.JSONDecodeError as e:
             return Malformed(f"The tool call is not valid JSON ({e.msg} at column {e.colno}).")
-        return _from_json(data)
+        return from_json(data)
     if inner is not stripped:
         return Malformed("A fenced or <tool_call> block must hold a JSON tool call.")
     return Message(stripped)
 
 
-def _unwrap(text: str) -> str:
+def unwrap(text: str) -> str:
+    """The JSON inside a Markdown fence or <tool_call> tags (else the text itself)."""
     for pattern in (_FENCE, _TAG):
         match = pattern.match(text)
         if match:
@@ -74,17 +75,18 @@ def _unwrap(text: str) -> str:
     return text
 
 
-def _from_json(data: Any) -> Parsed:
+def from_json(data: Any) -> Parsed:
+    """A decoded JSON action as a tool call or message (or why it is neither)."""
     if isinstance(data, list):
         if len(data) != 1:
             return Malformed(f"Make exactly one tool call per turn (got {len(data)}).")
-        return _from_json(data[0])
+        return from_json(data[0])
     if not isinstance(data, dict):
         return Malformed("A tool call is a JSON object with 'name' and 'arguments'.")
     if "tool_calls" in data:
-        return _from_json(data["tool_calls"] or [])
+        return from_json(data["tool_calls"] or [])
     if isinstance(data.get("function"), dict):
-        return _from_json(data["function"])
+        return from_json(data["function"])
     name = data.get("name")
     if not isinstance(name, str) or not name:
         return Malformed("A tool call needs a 'name' (string) and 'arguments' (object).")

@@ -4,7 +4,8 @@
 
 Suites: ``retail-train``/``retail-test`` and ``airline-train``/``airline-test`` (tau2-bench's
 own splits), ``mock`` (tau2-bench's 10 mock tasks), ``tau-bench-retail-test`` (115) and
-``tau-bench-retail-dev`` (20) (tau-bench v1). Tasks are converted, never edited.
+``tau-bench-retail-dev`` (20) (tau-bench v1); and ``tasks/bfcl/{simple,multiple,parallel}``
+(BFCL v4: 400, 200, 200). Tasks are converted, never edited.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agentgym.envs.tooluse.data import DATA, read_json
+from agentgym.envs.tooluse.data import DATA, read_json, read_jsonl
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold, from_tau2, from_tau_bench
 from agentgym.task import Task, write_tasks
 
@@ -80,6 +81,51 @@ def tau_bench_suites() -> dict[str, list[Task]]:
     return suites
 
 
+BFCL_FILES = {"simple": "BFCL_v4_simple_python", "multiple": "BFCL_v4_multiple", "parallel": "BFCL_v4_parallel"}
+
+
+def bfcl_suites() -> dict[str, list[Task]]:
+    """BFCL v4 simple (Python), multiple and parallel, with their possible answers."""
+    suites = {}
+    for category, stem in BFCL_FILES.items():
+        answers = {row["id"]: row["ground_truth"] for row in read_jsonl(f"bfcl/possible_answer/{stem}.jsonl")}
+        tasks = []
+        for row in read_jsonl(f"bfcl/{stem}.jsonl"):
+            question = [m for turn in row["question"] for m in turn]
+            tasks.append(
+                Task(
+                    id=f"bfcl-{row['id']}",
+                    env="agentgym/BFCL-v0",
+                    split="test",
+                    instruction=" ".join(str(m["content"]) for m in question if m["role"] == "user"),
+                    config={"category": category, "question": question, "functions": row["function"]},
+                    gold={"answers": answers[row["id"]]},
+                    tags=["bfcl", category],
+                    difficulty=len(answers[row["id"]]),
+                )
+            )
+        suites[category] = tasks
+    return suites
+
+
+def generate_bfcl(out: Path) -> dict[str, Any]:
+    """Write the BFCL suites, the licence and ``manifest.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, tasks in bfcl_suites().items():
+        path = out / f"{name}.jsonl"
+        write_tasks(path, tasks)
+        files[name] = {"tasks": len(tasks), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    shutil.copyfile(DATA / "bfcl" / "LICENSE", out / "LICENSE-bfcl")
+    manifest = {
+        "generator": "agentgym.envs.tooluse.generate",
+        "suites": files,
+        "sources": {"bfcl": "ShishirPatil/gorilla berkeley-function-call-leaderboard v4 (Apache-2.0, LICENSE-bfcl)"},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
 def generate(out: Path) -> dict[str, Any]:
     """Write every suite, the licences and ``manifest.json``; return the manifest."""
     out.mkdir(parents=True, exist_ok=True)
@@ -106,10 +152,11 @@ def generate(out: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "tasks" / "tooluse")
+    parser.add_argument("--bfcl-out", type=Path, default=REPO_ROOT / "tasks" / "bfcl")
     args = parser.parse_args()
-    manifest = generate(args.out)
-    for name, entry in manifest["suites"].items():
-        print(f"{name}: {entry['tasks']} tasks")
+    for manifest in (generate(args.out), generate_bfcl(args.bfcl_out)):
+        for name, entry in manifest["suites"].items():
+            print(f"{name}: {entry['tasks']} tasks")
 
 
 if __name__ == "__main__":
