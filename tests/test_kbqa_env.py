@@ -107,7 +107,9 @@ def test_metaqa_gold_is_the_metaqa_answer_set(suites: dict[str, TaskSuite]) -> N
         pytest.skip("shared MetaQA questions not available")
     originals = {}
     for hop in ("1hop", "2hop"):
-        for line in open(DATA / "metaqa" / f"{hop}_test.jsonl", encoding="utf-8"):
+        for line in (
+            (DATA / "metaqa" / f"{hop}_test.jsonl").read_text(encoding="utf-8").splitlines()
+        ):
             row = json.loads(line)
             originals[row["question"]] = row
     kb = KBQAEnv().kb
@@ -125,7 +127,7 @@ def _tsv() -> tuple[Any, Any, Any, Any]:
     years: dict[str, list[int]] = defaultdict(list)
     types: dict[str, set[str]] = defaultdict(set)
     kinds = {"directed_by": "director", "written_by": "writer", "starred_actors": "actor"}
-    for line in open(metaqa_source(), encoding="utf-8"):
+    for line in metaqa_source().read_text(encoding="utf-8").splitlines():
         h, r, t = line.rstrip("\n").split("\t")
         t_id = t if r == "release_year" and t.isdigit() and len(t) == 4 else entity_id(t)
         fwd[r][entity_id(h)].add(t_id)
