@@ -2,7 +2,9 @@
 
 The tables come from ALFWorld's ``gen/constants.py`` (MIT): which receptacle type can hold which
 object type (the PDDL ``canContain``), which types can be heated, cooled, cleaned, sliced,
-toggled, opened. Names are ALFWorld's display names: the type in lower case (``CellPhone`` ->
+toggled, opened. Pickupable objects that table never places (paper towel rolls, scrub brushes,
+teddy bears, boots) may go back to the receptacles the ``decor`` table stands them on, so
+picking one up is never a dead end. Names are ALFWorld's display names: the type in lower case (``CellPhone`` ->
 ``cellphone``), which is how the text game names things (``cellphone 2``).
 """
 
@@ -19,7 +21,9 @@ DATA = "agentgym.envs.household"
 
 def read_data(name: str) -> Any:
     """A JSON file of the package's ``data/`` folder."""
-    return json.loads(resources.files(DATA).joinpath("data", name).read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files(DATA).joinpath("data").joinpath(name).read_text(encoding="utf-8")
+    )
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,14 @@ def catalog() -> Catalog:
     names = {n for key in ("heatable", "coolable", "cleanable", "pickupable") for n in raw[key]}
     names |= set(raw["can_contain"]) | set(raw["decor"]) | set(raw["openable"])
     names |= {n for v in raw["can_contain"].values() for n in v}
+    can_contain = {k.lower(): set(_lower_set(v)) for k, v in raw["can_contain"].items()}
+    pickupable = _lower_set(raw["pickupable"])
+    for obj, homes in raw["decor"].items():  # pickupable decor can go back where it stands
+        if obj.lower() in pickupable:
+            for home in homes:
+                can_contain[home.lower()].add(obj.lower())
     return Catalog(
-        can_contain={k.lower(): _lower_set(v) for k, v in raw["can_contain"].items()},
+        can_contain={k: frozenset(v) for k, v in can_contain.items()},
         heatable=_lower_set(raw["heatable"]),
         coolable=_lower_set(raw["coolable"]),
         cleanable=_lower_set(raw["cleanable"]),
@@ -68,7 +78,7 @@ def catalog() -> Catalog:
         sharp=_lower_set(raw["sharp"]),
         openable=_lower_set(raw["openable"]),
         receptacle_objects=_lower_set(raw["receptacle_objects"]),
-        pickupable=_lower_set(raw["pickupable"]),
+        pickupable=pickupable,
         display={n.lower(): n for n in sorted(names)},
         raw=raw,
     )

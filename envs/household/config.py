@@ -15,9 +15,10 @@ import re
 from functools import cache
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from agentgym.envs.household.catalog import catalog, read_data
 from agentgym.envs.household.goals import Goal, TaskType
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 NAME = re.compile(r"^[a-z]+ [1-9][0-9]*$")
 

@@ -61,9 +61,11 @@ def base_commands(scene: Scene) -> dict[str, Command]:
     return cmds
 
 
-def admissible(scene: Scene, state: State, base: dict[str, Command]) -> dict[str, Command]:
+def admissible(scene: Scene, state: State) -> dict[str, Command]:
     """Every command that does something in ``state``, mapped to what it does."""
-    cmds = dict(base)
+    if not scene.base_cmds:
+        scene.base_cmds.update(base_commands(scene))
+    cmds = dict(scene.base_cmds)
     r, h = state.loc, state.held
     if h >= 0:
         cmds[f"examine {scene.o_names[h]}"] = (EXAMINE_O, h, -1)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from agentgym.env import ResetNeeded, Snapshot, StepResult, TextEnv
 from agentgym.envs.household import text
 from agentgym.envs.household.config import HouseholdConfig
 from agentgym.envs.household.engine import (
     Command,
     admissible,
-    base_commands,
     execute,
     lookup,
     normalize,
@@ -20,8 +20,6 @@ from agentgym.envs.household.engine import (
 from agentgym.envs.household.expert import expert_command
 from agentgym.envs.household.goals import parse_goal
 from agentgym.envs.household.scene import IS_TOGGLED, LOOK, TWO, Scene, State, compile_scene
-
-from agentgym.env import ResetNeeded, Snapshot, StepResult, TextEnv
 from agentgym.task import Task, TaskSuite
 
 SYSTEM_PROMPT = """\
@@ -82,21 +80,15 @@ class HouseholdEnv(TextEnv):
 
     # ------------------------------------------------------------------ episode
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        scene = self._enter(compile_scene(self.config))
+        scene = self._scene = compile_scene(self.config)
         self.state = scene.initial_state()
         self._refresh()
         return text.intro(scene, task.instruction), {"available_actions": list(self._actions)}
 
-    def _enter(self, scene: Scene) -> Scene:
-        self._scene = scene
-        if not hasattr(scene, "base_cmds"):
-            scene.base_cmds = base_commands(scene)  # type: ignore[attr-defined]
-        return scene
-
     def _refresh(self) -> None:
         scene = self._scene
         assert scene is not None
-        self._cmds = admissible(scene, self.state, scene.base_cmds)  # type: ignore[attr-defined]
+        self._cmds = admissible(scene, self.state)
         self._actions = sorted(self._cmds)
 
     def _step(self, action: str) -> StepResult:
@@ -185,5 +177,5 @@ class HouseholdEnv(TextEnv):
         self.config = snapshot.config  # type: ignore[assignment]
         self.state = snapshot.state.copy()
         self.np_random.bit_generator.state = dict(snapshot.rng_state)
-        self._enter(compile_scene(self.config))
+        self._scene = compile_scene(self.config)
         self._refresh()

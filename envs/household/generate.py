@@ -8,7 +8,7 @@ plans, ``valid_unseen`` 134 on the 24 floor plans ALFRED holds out (1-6, 201-206
 receptacles; each object type the floor plan has goes, with probability ``KEEP``, as 1-2
 instances (the goal object 1-3, two to four for pick-two) into random receptacles that can hold
 it (ALFRED's ``canContain``), never already satisfying the goal. Every task is played by the
-expert before it is written; its step count is the task's ``gold.expert_steps``.
+expert before it is written; its step count is the task's ``difficulty``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from agentgym.envs.household.config import APPLIANCE, HouseholdConfig, layouts, 
 from agentgym.envs.household.engine import won
 from agentgym.envs.household.goals import SHORT, Goal, TaskType
 from agentgym.envs.household.scene import compile_scene
-
 from agentgym.task import Task, write_tasks
 
 ENV_ID = "agentgym/Household-v0"
@@ -175,12 +174,11 @@ def make_task(split: str, index: int, task_type: TaskType, seed: int) -> Task:
             split=split,
             instruction=goal.sentence(rng.randrange(6)),
             config=config,
-            gold={},
-            tags=[SHORT[task_type], plan["room"].lower(), name],
+            tags=[SHORT[task_type], plan["room"].lower()],
         )
         steps = expert_steps(task)
         if steps is not None:
-            return task.model_copy(update={"gold": {"expert_steps": steps}})
+            return task.model_copy(update={"difficulty": steps})
     raise RuntimeError(f"no solvable {task_type} task for {split} #{index} after 100 draws")
 
 
@@ -203,19 +201,17 @@ def expert_steps(task: Task) -> int | None:
     return None
 
 
-def build_split(split: str, seed: int) -> list[Task]:
-    """All tasks of a split, types interleaved, no two with the same scene and goal."""
+def build_split(split: str, seed: int, seen: set[str]) -> list[Task]:
+    """All tasks of a split, types interleaved; none repeats a scene and goal in ``seen``."""
     order = [t for t, n in SPLITS[split].items() for _ in range(n)]
     random.Random(f"{seed}:{split}:order").shuffle(order)
     tasks: list[Task] = []
-    seen: set[str] = set()
     for i, task_type in enumerate(order):
-        task = make_task(split, i, task_type, seed)
-        key = json.dumps(task.config, sort_keys=True)
-        while key in seen:  # pragma: no cover - astronomically rare
-            task = make_task(split, i + 10_000 * len(seen), task_type, seed)
-            key = json.dumps(task.config, sort_keys=True)
-        seen.add(key)
+        task, retry = make_task(split, i, task_type, seed), 0
+        while json.dumps(task.config, sort_keys=True) in seen:
+            retry += 1
+            task = make_task(split, i, task_type, seed + retry).model_copy(update={"id": task.id})
+        seen.add(json.dumps(task.config, sort_keys=True))
         tasks.append(task)
     return tasks
 
@@ -241,7 +237,8 @@ def manifest(out: Path, suites: dict[str, list[Task]], seed: int) -> dict[str, A
 def generate(out: Path, seed: int = SEED, splits: Sequence[str] = tuple(SPLITS)) -> dict[str, Any]:
     """Write the suites, the licence and ``manifest.json`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    suites = {split: build_split(split, seed) for split in splits}
+    seen: set[str] = set()
+    suites = {split: build_split(split, seed, seen) for split in splits}
     for split, tasks in suites.items():
         write_tasks(out / f"{split}.jsonl", tasks)
     licence = Path(__file__).resolve().parent / "data" / "LICENSE-alfworld"

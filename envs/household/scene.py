@@ -89,6 +89,8 @@ class Scene:
         self.fits = [[fits(config, rt, ot) for rt in self.r_types] for ot in self.o_types]
         self.receptacle_objects = cat.receptacle_objects
         self.start = -1 if config.start is None else self.r_index[config.start]
+        self.base_cmds: dict[str, tuple[int, int, int]] = {}
+        """Commands valid everywhere (filled by the engine on first use)."""
         self.loc_numbers = _loc_numbers(config, self.r_names)
         self._init_placement(parsed.contents, parsed.floor)
         self._init_goal(config)

@@ -19,7 +19,6 @@ from agentgym.envs.household.catalog import catalog
 from agentgym.envs.household.config import type_of
 from agentgym.envs.household.goals import parse_goal
 from agentgym.envs.household.text import BANNER
-
 from agentgym.task import Task
 
 OVERVIEW = "You are in the middle of a room. Looking quickly around you, you see "
