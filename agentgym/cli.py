@@ -31,6 +31,8 @@ app = typer.Typer(
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(sandbox_app, name="sandbox")
+model_app = typer.Typer(no_args_is_help=True, help="Build local models.")
+app.add_typer(model_app, name="model")
 console = Console(width=None if sys.stdout.isatty() else 160)  # pipes and CI get full tables
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line: greppable
 
@@ -295,6 +297,50 @@ def export(
             write_jsonl(store.episodes(r["id"]), out, kind, success_only, prompts) for r in runs
         )
     err_console.print(f"exported {n} episode(s)")
+
+
+@app.command()
+def serve(
+    path: Annotated[Path, typer.Argument(help="A transformers checkpoint directory")],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    name: Annotated[str | None, typer.Option(help="Model id (default: the folder name)")] = None,
+    max_batch_size: Annotated[int, typer.Option(min=1)] = 32,
+) -> None:
+    """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
+    with user_errors():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path} is not a checkpoint directory (no config.json)")
+    from agentgym.llm.server import serve as run_server
+
+    run_server(path, host=host, port=port, name=name, max_batch_size=max_batch_size)
+
+
+@model_app.command("init")
+def model_init(
+    directory: Path,
+    vocab_size: Annotated[int, typer.Option(min=300)] = 4096,
+    hidden_size: Annotated[int, typer.Option(min=8)] = 128,
+    layers: Annotated[int, typer.Option(min=1)] = 2,
+    heads: Annotated[int, typer.Option(min=1)] = 4,
+    seed: int = 0,
+) -> None:
+    """Build a tiny chat model (locally trained tokenizer, random weights) in DIRECTORY."""
+    from agentgym.llm.tiny import TinyModelConfig, init_model
+
+    with user_errors():
+        config = TinyModelConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            intermediate_size=2 * hidden_size,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            seed=seed,
+        )
+        if hidden_size % heads:
+            raise ValueError(f"--hidden-size {hidden_size} must be a multiple of --heads {heads}")
+    out = init_model(directory, config)
+    console.print(f"saved to {out}; use it with --agent hf:{out} or `agentgym serve {out}`")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,13 @@ def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
     table = Table(title="agentgym report")
     table.add_column("agent (run)")
     table.add_column("group")
-    for col in ["episodes", "success [95% CI]", "score", *[f"pass@{k} pass^{k}" for k in ks], "steps"]:
+    for col in [
+        "episodes",
+        "success [95% CI]",
+        "score",
+        *[f"pass@{k} pass^{k}" for k in ks],
+        "steps",
+    ]:
         table.add_column(col, justify="right")
     if show_tokens:
         table.add_column("tokens", justify="right")
@@ -42,8 +48,13 @@ def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
         for s in sums:
             lo, hi = s.interval
             label = f"{run['agent']} ({run['id'][:8]})" if s.group == "all" else ""
-            cells = [label, s.group, str(s.episodes), f"{s.success_rate:.3f} [{lo:.3f}, {hi:.3f}]",
-                     f"{s.mean_score:.3f}"]
+            cells = [
+                label,
+                s.group,
+                str(s.episodes),
+                f"{s.success_rate:.3f} [{lo:.3f}, {hi:.3f}]",
+                f"{s.mean_score:.3f}",
+            ]
             cells += [f"{_fmt(s.pass_at.get(k))} {_fmt(s.pass_hat.get(k))}" for k in ks]
             cells.append(f"{s.mean_steps:.1f}")
             if show_tokens:

@@ -34,9 +34,15 @@ class LLMCache:
 
     def get(self, key: str) -> ChatResponse | None:
         with self._lock:
-            row = self._conn.execute("select response from llm_cache where key = ?", [key]).fetchone()
+            row = self._conn.execute(
+                "select response from llm_cache where key = ?", [key]
+            ).fetchone()
             self.hits, self.misses = self.hits + bool(row), self.misses + (not row)
-        return ChatResponse.model_validate_json(row[0]).model_copy(update={"cached": True}) if row else None
+        return (
+            ChatResponse.model_validate_json(row[0]).model_copy(update={"cached": True})
+            if row
+            else None
+        )
 
     def put(self, key: str, response: ChatResponse) -> None:
         with self._lock, self._conn:

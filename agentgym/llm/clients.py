@@ -87,7 +87,7 @@ class OpenAIClient(BaseClient):
         super().__init__(model, options)
         import openai
 
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "base_url": self.options.base_url,
             "api_key": self.options.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
             "timeout": self.options.timeout_s,
@@ -184,14 +184,20 @@ def parse_tool_calls(text: str) -> dict[str, Any]:
             name, args = call["name"], call.get("arguments", {})
         except (json.JSONDecodeError, KeyError, TypeError):
             continue
-        calls.append({
-            "id": f"call_{uuid.uuid4().hex[:12]}",
-            "type": "function",
-            "function": {"name": str(name), "arguments": json.dumps(args)},
-        })
+        calls.append(
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": str(name), "arguments": json.dumps(args)},
+            }
+        )
     if not calls:
         return {"role": "assistant", "content": text}
-    return {"role": "assistant", "content": _TOOL_CALL.sub("", text).strip() or None, "tool_calls": calls}
+    return {
+        "role": "assistant",
+        "content": _TOOL_CALL.sub("", text).strip() or None,
+        "tool_calls": calls,
+    }
 
 
 def import_litellm() -> Any:
@@ -200,6 +206,7 @@ def import_litellm() -> Any:
     import litellm
 
     litellm.telemetry = False
+    litellm.suppress_debug_info = True  # it prints a provider list on every unpriced model
     return litellm
 
 

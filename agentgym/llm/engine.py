@@ -64,9 +64,10 @@ class LocalEngine:
 
         hf_logging.disable_progress_bar()
         self.path = str(path)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(self.path)
         self.tokenizer.padding_side = "left"
-        self.model = AutoModelForCausalLM.from_pretrained(self.path).to(device).eval()
+        loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
+        self.model: Any = loader.from_pretrained(self.path).to(device).eval()
         self.device = device
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
@@ -78,7 +79,9 @@ class LocalEngine:
         self._thread.start()
 
     # ------------------------------------------------------------------ public
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[int]:
+    def render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> list[int]:
         """Prompt token ids of a chat through the checkpoint's own chat template."""
         ids = self.tokenizer.apply_chat_template(
             messages, tools=tools, add_generation_prompt=True, tokenize=True
@@ -127,7 +130,7 @@ class LocalEngine:
             for request in group:
                 request.future.set_exception(e)
             return
-        for request, result in zip(group, results):
+        for request, result in zip(group, results, strict=True):
             request.future.set_result(result)
 
     def _run(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
@@ -135,8 +138,12 @@ class LocalEngine:
         self.batch_sizes.append(len(group))
         width = max(len(r.prompt_ids) for r in group)
         pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(r.prompt_ids)) + r.prompt_ids for r in group])
-        mask = torch.tensor([[0] * (width - len(r.prompt_ids)) + [1] * len(r.prompt_ids) for r in group])
+        input_ids = torch.tensor(
+            [[pad] * (width - len(r.prompt_ids)) + r.prompt_ids for r in group]
+        )
+        mask = torch.tensor(
+            [[0] * (width - len(r.prompt_ids)) + [1] * len(r.prompt_ids) for r in group]
+        )
         if sampling.temperature > 0 and group[0].seed is not None:
             torch.manual_seed(group[0].seed)
         with torch.inference_mode():
@@ -157,9 +164,7 @@ class LocalEngine:
                 out.sequences, out.scores, normalize_logits=True
             )
         new_tokens = out.sequences[:, width:].tolist()
-        return [
-            self._finish(r, new_tokens[i], logprobs[i].tolist()) for i, r in enumerate(group)
-        ]
+        return [self._finish(r, new_tokens[i], logprobs[i].tolist()) for i, r in enumerate(group)]
 
     def _finish(self, request: _Request, tokens: list[int], logprobs: list[float]) -> Generation:
         """Cut one sequence at EOS, its stop strings or its own token limit."""
@@ -175,7 +180,9 @@ class LocalEngine:
         cut = min((text.find(s) for s in request.stop if s and s in text), default=-1)
         if cut >= 0:
             text, finish = text[:cut], "stop"
-            while len(tokens) > 1 and text in self.tokenizer.decode(tokens[:-1], skip_special_tokens=True):
+            while len(tokens) > 1 and text in self.tokenizer.decode(
+                tokens[:-1], skip_special_tokens=True
+            ):
                 tokens = tokens[:-1]
         return Generation(
             text=text,

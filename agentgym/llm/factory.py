@@ -44,10 +44,14 @@ def make_client(spec: str, **options: object) -> BaseClient:
             known = set(ClientOptions.model_fields)
             unknown = (set(query) | set(options)) - known
             if unknown:
-                raise ValueError(f"unknown client option(s) {sorted(unknown)}; allowed: {sorted(known)}")
+                raise ValueError(
+                    f"unknown client option(s) {sorted(unknown)}; allowed: {sorted(known)}"
+                )
             try:
                 opts = ClientOptions.model_validate({**query, **options})
             except ValidationError as e:
-                raise ValueError(f"bad client options in {spec!r}: {e.errors()[0]['msg']}") from None
+                raise ValueError(
+                    f"bad client options in {spec!r}: {e.errors()[0]['msg']}"
+                ) from None
             _clients[key] = BACKENDS[backend](model, opts)
         return _clients[key]

@@ -18,9 +18,17 @@ T = TypeVar("T")
 
 RETRYABLE_STATUS = {408, 409, 429}
 RETRYABLE_NAMES = {
-    "APITimeoutError", "APIConnectionError", "Timeout", "TimeoutException", "ConnectError",
-    "ReadTimeout", "RemoteProtocolError", "ServiceUnavailableError", "InternalServerError",
-    "RateLimitError", "APIResponseValidationError",
+    "APITimeoutError",
+    "APIConnectionError",
+    "Timeout",
+    "TimeoutException",
+    "ConnectError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "RateLimitError",
+    "APIResponseValidationError",
 }
 
 

@@ -99,7 +99,9 @@ def _completion(
 ) -> dict[str, Any]:
     choices = []
     for i, g in enumerate(gens):
-        message = parse_tool_calls(g.text) if body.tools else {"role": "assistant", "content": g.text}
+        message = (
+            parse_tool_calls(g.text) if body.tools else {"role": "assistant", "content": g.text}
+        )
         choice: dict[str, Any] = {
             "index": i,
             "message": message,
@@ -107,11 +109,11 @@ def _completion(
             "logprobs": None,
         }
         if body.logprobs:
-            tokens = [engine.tokenizer.decode([t]) for t in g.token_ids]
+            tokens = [str(engine.tokenizer.decode([t])) for t in g.token_ids]
             choice["logprobs"] = {
                 "content": [
                     {"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
-                    for t, lp in zip(tokens, g.logprobs)
+                    for t, lp in zip(tokens, g.logprobs, strict=True)
                 ]
             }
         choices.append(choice)
@@ -133,15 +135,21 @@ def _completion(
 
 async def _sse(response: dict[str, Any]) -> AsyncIterator[str]:
     """The finished completion as OpenAI-style ``chat.completion.chunk`` events."""
-    base = {k: response[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    base = {k: response[k] for k in ("id", "created", "model")} | {
+        "object": "chat.completion.chunk"
+    }
     for choice in response["choices"]:
         message = choice["message"]
         deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
         deltas += [{"content": piece} for piece in _pieces(message.get("content") or "")]
         if message.get("tool_calls"):
-            deltas.append({"tool_calls": [c | {"index": j} for j, c in enumerate(message["tool_calls"])]})
+            deltas.append(
+                {"tool_calls": [c | {"index": j} for j, c in enumerate(message["tool_calls"])]}
+            )
         for delta in deltas:
-            chunk = base | {"choices": [{"index": choice["index"], "delta": delta, "finish_reason": None}]}
+            chunk = base | {
+                "choices": [{"index": choice["index"], "delta": delta, "finish_reason": None}]
+            }
             yield f"data: {json.dumps(chunk)}\n\n"
         end = {"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]}
         yield f"data: {json.dumps(base | {'choices': [end]})}\n\n"
@@ -172,8 +180,13 @@ class ServerThread:
         self.thread.join(timeout=10)
 
 
-def serve(path: str | Path, host: str = "127.0.0.1", port: int = 8000, name: str | None = None,
-          max_batch_size: int = 32) -> None:
+def serve(
+    path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    name: str | None = None,
+    max_batch_size: int = 32,
+) -> None:
     """Load ``path`` and serve it until interrupted."""
     import uvicorn
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 CHAT_TEMPLATE = (
-    "{% if tools %}<|im_start|>system\nTools (call one as <tool_call>{\"name\": ..., "
-    "\"arguments\": {...}}</tool_call>):\n{{ tools | tojson }}<|im_end|>\n{% endif %}"
+    '{% if tools %}<|im_start|>system\nTools (call one as <tool_call>{"name": ..., '
+    '"arguments": {...}}</tool_call>):\n{{ tools | tojson }}<|im_end|>\n{% endif %}'
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
     "{% if m['content'] %}{{ m['content'] }}{% endif %}"
     "{% if m.get('tool_calls') %}{% for c in m['tool_calls'] %}<tool_call>"
@@ -83,7 +83,9 @@ def init_model(directory: str | Path, config: TinyModelConfig | None = None) -> 
     """Build and save a tiny chat model (tokenizer + random-init Llama) into ``directory``."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     config = config or TinyModelConfig()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

@@ -7,5 +7,13 @@ real environment.
 
 from agentgym.testing.conformance import ConformanceError, check_env
 from agentgym.testing.noop import NoOpEnv, noop_suite, register_test_envs
+from agentgym.testing.scripted_client import ScriptedClient
 
-__all__ = ["ConformanceError", "NoOpEnv", "check_env", "noop_suite", "register_test_envs"]
+__all__ = [
+    "ConformanceError",
+    "NoOpEnv",
+    "ScriptedClient",
+    "check_env",
+    "noop_suite",
+    "register_test_envs",
+]

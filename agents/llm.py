@@ -1,0 +1,212 @@
+"""ChatAgent: an LLM agent over any chat backend (``openai:``, ``litellm:``, ``hf:`` specs).
+
+A linear message history, one model call per action, small and obvious (mini-swe-agent's loop):
+observations go in as user (or tool) messages, the reply is parsed into one action, and a reply
+with no usable action gets a bounded number of corrections before the raw text is sent anyway
+(the env then says what is wrong, as it does for any malformed action).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentgym.agent import Action
+from agentgym.episode import Usage
+from agentgym.llm.base import ChatClient, ChatRequest, ChatResponse, Message
+from agentgym.llm.factory import make_client, split_spec
+
+
+class ChatAgentConfig(BaseModel):
+    """How the agent prompts and parses (``--agent openai:gpt-4o?temperature=0.7&max_tokens=512``)."""
+
+    temperature: float = 0.0
+    max_tokens: int = 256
+    max_format_errors: int = 2
+    """Corrections per turn before the raw reply goes to the env."""
+    history_turns: int | None = None
+    """Keep only the last N exchanges (plus system prompt and first observation); None keeps all."""
+    native_tools: bool = True
+    """Pass ``info["tools"]`` as OpenAI tools and turn tool calls into JSON actions."""
+
+
+class FormatError(ValueError):
+    """The reply holds no usable action; the message tells the model what to fix."""
+
+
+_FENCE = re.compile(r"```[a-zA-Z]*\n?(.*?)```", re.DOTALL)
+_ACTION_LINE = re.compile(r"^\s*action\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+_THOUGHT_LINE = re.compile(r"^\s*(think|thought|reasoning)\s*:", re.IGNORECASE)
+_TAGGED = re.compile(r"<(action|answer)>", re.IGNORECASE)
+
+
+def parse_action(message: Message, free_text: bool = False) -> str:
+    """One action from an assistant message.
+
+    Tool calls become ``{"name", "arguments"}`` JSON (a list for parallel calls). Text: tagged
+    replies (``<action>``, ``<answer>``) pass through whole for envs that parse them; otherwise the
+    last code fence, else the last ``Action:`` line, else the one line that is not a ``think:``
+    line. ``free_text`` (tool-use envs, where text is a message to the user) keeps the whole text.
+    """
+    if message.get("tool_calls"):
+        calls = [_tool_call_action(c) for c in message["tool_calls"]]
+        return json.dumps(calls[0] if len(calls) == 1 else calls)
+    text = str(message.get("content") or "").strip()
+    if not text:
+        raise FormatError("the reply was empty")
+    if free_text or _TAGGED.search(text):
+        return text
+    if fences := _FENCE.findall(text):
+        text = fences[-1].strip()
+    if actions := [a.strip() for a in _ACTION_LINE.findall(text) if a.strip()]:
+        return actions[-1]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    kept = [ln for ln in lines if not _THOUGHT_LINE.match(ln)]
+    if len(kept) == 1:
+        return kept[0]
+    if not kept:  # only thoughts: ReAct envs accept "think: ..." as an action
+        return lines[-1]
+    raise FormatError(
+        f"the reply has {len(kept)} lines that could each be the action; "
+        "reply with one action, or put it on a line starting with 'Action:'"
+    )
+
+
+def _tool_call_action(call: dict[str, Any]) -> dict[str, Any]:
+    fn = call.get("function") or {}
+    try:
+        arguments = json.loads(fn.get("arguments") or "{}")
+    except json.JSONDecodeError as e:
+        raise FormatError(
+            f"the arguments of tool call {fn.get('name')!r} are not valid JSON: {e.msg}"
+        ) from None
+    return {"name": fn.get("name"), "arguments": arguments}
+
+
+class ChatAgent:
+    """Keeps the conversation, renders observations, parses actions, records usage."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        env: Any = None,
+        config: ChatAgentConfig | None = None,
+        hint: str = "",
+    ) -> None:
+        self.client = client
+        self.config = config or ChatAgentConfig()
+        base = getattr(env, "unwrapped", env)
+        self.system_prompt = "\n\n".join(p for p in (getattr(base, "system_prompt", ""), hint) if p)
+        self.few_shot: list[Message] = list(getattr(base, "few_shot_examples", []))
+        self.name = f"chat:{getattr(client, 'model', '')}"
+        self.format_errors = 0
+
+    def reset(self, info: dict[str, Any]) -> None:
+        self.seed: int | None = info.get("seed")
+        self.tools = info.get("tools") if self.config.native_tools else None
+        self.free_text = bool(info.get("tools"))
+        self.messages: list[Message] = [{"role": "system", "content": self.system_prompt}] * bool(
+            self.system_prompt
+        ) + self.few_shot
+        self._tool_call_ids: list[str] = []
+
+    def act(self, observation: str, info: dict[str, Any]) -> Action:
+        self.messages += self._observation_messages(observation)
+        usage = Usage()
+        for attempt in range(self.config.max_format_errors + 1):
+            response = self.client.complete(self._request())
+            usage = _add_usage(usage, response)
+            message = response.choices[0].message
+            try:
+                action = parse_action(message, self.free_text)
+            except FormatError as e:
+                self.format_errors += 1
+                if attempt == self.config.max_format_errors:
+                    action = str(message.get("content") or "")
+                    break
+                self.messages += [
+                    _assistant(message),
+                    {"role": "user", "content": f"Format error: {e}."},
+                ]
+                continue
+            break
+        self.messages.append(_assistant(message))
+        self._tool_call_ids = [c["id"] for c in message.get("tool_calls") or [] if c.get("id")]
+        return Action(action, usage)
+
+    def _observation_messages(self, observation: str) -> list[Message]:
+        """A tool result answers every pending tool call; anything else is the user speaking."""
+        if self._tool_call_ids:
+            return [
+                {"role": "tool", "tool_call_id": i, "content": observation}
+                for i in self._tool_call_ids
+            ]
+        return [{"role": "user", "content": observation}]
+
+    def _request(self) -> ChatRequest:
+        return ChatRequest(
+            messages=self._window(),
+            temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens,
+            tools=self.tools,
+            seed=self.seed,
+        )
+
+    def _window(self) -> list[Message]:
+        """System prompt, few-shot, first observation, then the last ``history_turns`` exchanges."""
+        keep = self.config.history_turns
+        head = len(self.few_shot) + bool(self.system_prompt) + 1
+        if keep is None or len(self.messages) <= head + 2 * keep:
+            return self.messages
+        tail = self.messages[head:][-2 * keep - 1 :]
+        while tail and tail[0]["role"] in ("assistant", "tool"):  # never start mid-exchange
+            tail = tail[1:]
+        return self.messages[:head] + tail
+
+
+def _assistant(message: Message) -> Message:
+    return {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")} | {
+        "role": "assistant"
+    }
+
+
+def _add_usage(total: Usage, response: ChatResponse) -> Usage:
+    choice = response.choices[0]
+    return Usage(
+        prompt_tokens=total.prompt_tokens + response.usage.prompt_tokens,
+        completion_tokens=total.completion_tokens + response.usage.completion_tokens,
+        cost=total.cost + response.usage.cost,
+        token_ids=choice.token_ids,
+        logprobs=choice.logprobs,
+    )
+
+
+def chat_agent(spec: str, env: Any, hint: str = "") -> ChatAgent:
+    """A ChatAgent for ``backend:model?options``; agent options and client options share the query."""
+    backend, model, query = split_spec(spec)
+    agent_keys = set(ChatAgentConfig.model_fields)
+    config = ChatAgentConfig.model_validate({k: v for k, v in query.items() if k in agent_keys})
+    client_query = "&".join(f"{k}={v}" for k, v in query.items() if k not in agent_keys)
+    client = make_client(f"{backend}:{model}" + (f"?{client_query}" if client_query else ""))
+    return ChatAgent(client, env, config, hint)
+
+
+def openai_agent(arg: str, env: Any) -> ChatAgent:
+    """Entry point of ``--agent openai:MODEL[?options]``."""
+    return chat_agent(f"openai:{arg}", env)
+
+
+def litellm_agent(arg: str, env: Any) -> ChatAgent:
+    """Entry point of ``--agent litellm:PROVIDER/MODEL[?options]``."""
+    return chat_agent(f"litellm:{arg}", env)
+
+
+def hf_agent(arg: str, env: Any) -> ChatAgent:
+    """Entry point of ``--agent hf:PATH[?options]``."""
+    return chat_agent(f"hf:{arg}", env)
+
+
+__all__ = ["ChatAgent", "ChatAgentConfig", "FormatError", "chat_agent", "parse_action"]
