@@ -1,1 +1,93 @@
-"""Tool use with a simulated user (tau-bench / tau2-bench) -- docs page to be written."""
+"""Tool use: serve a simulated user through a domain's tools (tau-bench, tau2-bench) and BFCL.
+
+The agent is a customer-service agent: each turn it calls one tool of the domain or writes to the
+user; a simulated user plays the customer from the task's scenario. Grading is the benchmarks'
+own: the final database must hash equal to a fresh database after the gold actions, and what had
+to be said must have been said. Tools, errors, outputs, hashes and rewards reproduce tau-bench and
+tau2-bench (their ``Error: ...`` texts included); nothing in the data is "fixed".
+
+=====================  =========================================================================
+Ids                    ``TauRetail-v0``, ``TauAirline-v0``, ``TauMock-v0`` (tau2-bench domains),
+                       ``TauBenchRetail-v0`` (tau-bench v1 retail on v1's own data), all
+                       :class:`~agentgym.envs.tooluse.env.TauEnv`; ``BFCL-v0``
+                       (:class:`~agentgym.envs.tooluse.bfcl.BFCLEnv`)
+Actions                a tool call as JSON ``{"name": ..., "arguments": {...}}`` (also OpenAI
+                       tool calls, a one-call list, fenced or ``<tool_call>`` JSON, arguments as a
+                       JSON string), or plain text = a message to the user (tau-bench's
+                       ``respond`` form is accepted too). Tool schemas: ``info["tools"]``
+Observations           first the domain policy and the user's opening (after any earlier
+                       conversation of the task); then the tool's output (``Error: ...`` on
+                       failure) or the user's reply; ``info["source"]`` says which
+Users                  ``user="gold"`` (default, offline: states its request, answers from the
+                       scenario, confirms, says ``###STOP###`` once the gold outcome is reached),
+                       ``"uncooperative"`` (offline: withholds everything, refuses, gives up),
+                       ``"llm:<model spec>"`` or an :class:`~agentgym.envs.tooluse.users.LLMUser`
+                       over any ``ChatClient`` (tau2's guidelines + scenario prompt; every request
+                       carries the episode seed, so the LLM layer's cache replays episodes)
+Episode end            ``transfer_to_human_agents``; a user stop token (``###STOP###``,
+                       ``###TRANSFER###``, ``###OUT-OF-SCOPE###``); the agent writing
+                       ``###STOP###``; truncation after ``config.max_steps`` actions (30 for
+                       tau-bench v1 as in its runner, 60 otherwise) with reward 0
+Reward                 tau-bench v1: 1 iff DB hash = gold replay's and every ``outputs`` string
+                       was said (lower-case, commas removed). tau2: product of the task's
+                       ``reward_basis`` (DB incl. the user DB, ENV_ASSERTION, ACTION,
+                       COMMUNICATE; NL_ASSERTION needs ``judge=``: without one it is reported in
+                       ``reward_info["unscored"]`` and not multiplied in). pass^k: run with
+                       ``-k`` samples, ``agentgym report`` prints tau-bench's pass^k
+Suites                 ``tooluse/retail-train`` 74, ``tooluse/retail-test`` 40,
+                       ``tooluse/airline-train`` 30, ``tooluse/airline-test`` 20, ``tooluse/mock``
+                       10, ``tooluse/tau-bench-retail-test`` 115, ``tooluse/tau-bench-retail-dev``
+                       20; ``bfcl/simple`` 400, ``bfcl/multiple`` 200, ``bfcl/parallel`` 200
+Expert                 replays the gold actions, says the required outputs, closes: reward 1 on
+                       every task except two tau2 mock tasks that tau2 itself grades 0 on the
+                       gold path (an env assertion no gold action satisfies; a user-tool write
+                       that breaks the user-DB match). BFCL: passes all 800
+Speed                  reset = fresh copy-on-write view of the shared database; ~190x faster
+                       than tau-bench's deep copy per reset (``benchmarks/tooluse.py``)
+Data                   tau2-bench (MIT) retail/airline/mock, tau-bench (MIT) v1 retail, BFCL v4
+                       (Apache-2.0), in ``data/`` with their licences
+Regenerate             ``python -m agentgym.envs.tooluse.generate``
+=====================  =========================================================================
+
+Databases: pydantic models of each domain (``retail.RetailDB``, ``airline.FlightDB``,
+``mock.MockDB``) hold tau2 data; v1 keeps tau-bench's plain JSON. ``env.export_db()`` returns the
+database in the benchmark's JSON schema and ``env.db_hash()`` the hash the benchmark computes
+(tau2: sorted JSON dump; tau-bench: ``to_hashable``), so a state can be compared hash for hash.
+Oversight and other wrappers can use ``World`` (tool kinds READ/WRITE, ``call``, ``same_state``).
+
+>>> import agentgym
+>>> env = agentgym.make("TauBenchRetail-v0")
+>>> obs, info = env.reset(seed=0, options={"task": "tau-bench-retail-test-000"})
+>>> env.step('{"name": "find_user_id_by_name_zip", "arguments": '
+...          '{"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"}}')[0]
+'yusuf_rossi_9620'
+"""
+
+from agentgym.envs.tooluse.bfcl import BFCLEnv
+from agentgym.envs.tooluse.env import (
+    TauAirlineEnv,
+    TauBenchRetailEnv,
+    TauEnv,
+    TauMockEnv,
+    TauRetailEnv,
+    TauState,
+)
+from agentgym.envs.tooluse.tasks import TauConfig, TauGold
+from agentgym.envs.tooluse.users import GoldUser, LLMUser, UncooperativeUser
+from agentgym.envs.tooluse.world import World
+
+__all__ = [
+    "BFCLEnv",
+    "GoldUser",
+    "LLMUser",
+    "TauAirlineEnv",
+    "TauBenchRetailEnv",
+    "TauConfig",
+    "TauEnv",
+    "TauGold",
+    "TauMockEnv",
+    "TauRetailEnv",
+    "TauState",
+    "UncooperativeUser",
+    "World",
+]

@@ -90,7 +90,7 @@ def from_json(data: Any) -> Parsed:
     name = data.get("name")
     if not isinstance(name, str) or not name:
         return Malformed("A tool call needs a 'name' (string) and 'arguments' (object).")
-    arguments = next((data[k] for k in ("arguments", "kwargs", "parameters") if k in data), {})
+    arguments: Any = next((data[k] for k in ("arguments", "kwargs", "parameters") if k in data), {})
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}

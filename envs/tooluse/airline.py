@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from agentgym.envs.tooluse.data import read_json
 from agentgym.envs.tooluse.db import Database
 from agentgym.envs.tooluse.retail import calculate
-from agentgym.envs.tooluse.toolkit import Toolkit, ToolKind, tool
+from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, tool
 
 FlightType = Literal["round_trip", "one_way"]
 CabinClass = Literal["business", "economy", "basic_economy"]
@@ -197,7 +197,11 @@ class FlightDB(BaseModel):
 def base_tables() -> dict[str, dict[str, BaseModel]]:
     """The validated airline database, loaded once per process and shared by every episode."""
     db = FlightDB.model_validate(read_json("tau2/airline/db.json"))
-    return {"flights": dict(db.flights), "users": dict(db.users), "reservations": dict(db.reservations)}
+    return {
+        "flights": dict(db.flights),
+        "users": dict(db.users),
+        "reservations": dict(db.reservations),
+    }
 
 
 AIRPORTS = [
@@ -207,6 +211,13 @@ AIRPORTS = [
     ("LAS", "Las Vegas"), ("MCO", "Orlando"), ("EWR", "Newark"), ("CLT", "Charlotte"),
     ("MSP", "Minneapolis"), ("DTW", "Detroit"), ("PHL", "Philadelphia"), ("LGA", "LaGuardia"),
 ]  # fmt: skip
+
+
+def _as_models(items: list[Any], model: type[BaseModel]) -> list[Any]:
+    """tau2's conversion: a list of dicts becomes models; any other list is kept as it is."""
+    if all(isinstance(item, dict) for item in items):
+        return [model(**item) for item in items]
+    return list(items)
 
 
 class AirlineTools(Toolkit):
@@ -313,12 +324,9 @@ class AirlineTools(Toolkit):
             nonfree_baggages: The number of non-free baggage items to book the reservation.
             insurance: Whether the reservation has insurance.
         """
-        if all(isinstance(f, dict) for f in flights):
-            flights = [FlightInfo(**f) for f in flights]  # type: ignore[arg-type]
-        if all(isinstance(p, dict) for p in passengers):
-            passengers = [Passenger(**p) for p in passengers]  # type: ignore[arg-type]
-        if all(isinstance(p, dict) for p in payment_methods):
-            payment_methods = [Payment(**p) for p in payment_methods]  # type: ignore[arg-type]
+        infos = _as_models(flights, FlightInfo)
+        people = _as_models(passengers, Passenger)
+        payments = _as_models(payment_methods, Payment)
         user = self._get_user(user_id)
         reservation = Reservation(
             reservation_id=self._new_reservation_id(),
@@ -328,8 +336,8 @@ class AirlineTools(Toolkit):
             flight_type=flight_type,
             cabin=cabin,
             flights=[],
-            passengers=deepcopy(passengers),  # type: ignore[arg-type]
-            payment_history=deepcopy(payment_methods),  # type: ignore[arg-type]
+            passengers=deepcopy(people),
+            payment_history=deepcopy(payments),
             created_at=NOW,
             total_baggages=total_baggages,
             nonfree_baggages=nonfree_baggages,
@@ -337,48 +345,48 @@ class AirlineTools(Toolkit):
         )
         total_price = 0
         booked: list[tuple[str, str]] = []
-        for info in flights:
-            flight = self._get_flight(info.flight_number)  # type: ignore[union-attr]
-            date_data = self._get_flight_instance(info.flight_number, info.date)  # type: ignore[union-attr]
+        for info in infos:
+            flight = self._get_flight(info.flight_number)
+            date_data = self._get_flight_instance(info.flight_number, info.date)
             if not isinstance(date_data, FlightDateStatusAvailable):
-                raise ValueError(f"Flight {info.flight_number} not available on date {info.date}")  # type: ignore[union-attr]
-            if date_data.available_seats[cabin] < len(passengers):
-                raise ValueError(f"Not enough seats on flight {info.flight_number}")  # type: ignore[union-attr]
+                raise ValueError(f"Flight {info.flight_number} not available on date {info.date}")
+            if date_data.available_seats[cabin] < len(people):
+                raise ValueError(f"Not enough seats on flight {info.flight_number}")
             price = date_data.prices[cabin]
             reservation.flights.append(
                 ReservationFlight(
                     origin=flight.origin,
                     destination=flight.destination,
-                    flight_number=info.flight_number,  # type: ignore[union-attr]
-                    date=info.date,  # type: ignore[union-attr]
+                    flight_number=info.flight_number,
+                    date=info.date,
                     price=price,
                 )
             )
-            booked.append((info.flight_number, info.date))  # type: ignore[union-attr]
-            total_price += price * len(passengers)
+            booked.append((info.flight_number, info.date))
+            total_price += price * len(people)
         if insurance == "yes":
-            total_price += 30 * len(passengers)
+            total_price += 30 * len(people)
         total_price += 50 * nonfree_baggages
-        for payment in payment_methods:
-            if payment.payment_id not in user.payment_methods:  # type: ignore[union-attr]
-                raise ValueError(f"Payment method {payment.payment_id} not found")  # type: ignore[union-attr]
-            method = user.payment_methods[payment.payment_id]  # type: ignore[union-attr]
-            if method.source in {"gift_card", "certificate"} and method.amount < payment.amount:  # type: ignore[union-attr]
-                raise ValueError(f"Not enough balance in payment method {payment.payment_id}")  # type: ignore[union-attr]
-        total_payment = sum(payment.amount for payment in payment_methods)  # type: ignore[union-attr]
+        for payment in payments:
+            if payment.payment_id not in user.payment_methods:
+                raise ValueError(f"Payment method {payment.payment_id} not found")
+            method = user.payment_methods[payment.payment_id]
+            if method.source in {"gift_card", "certificate"} and method.amount < payment.amount:
+                raise ValueError(f"Not enough balance in payment method {payment.payment_id}")
+        total_payment = sum(payment.amount for payment in payments)
         if total_payment != total_price:
             raise ValueError(
                 f"Payment amount does not add up, total price is {total_price}, but paid {total_payment}"
             )
-        for payment in payment_methods:
-            method = user.payment_methods[payment.payment_id]  # type: ignore[union-attr]
+        for payment in payments:
+            method = user.payment_methods[payment.payment_id]
             if method.source == "gift_card":
-                method.amount -= payment.amount  # type: ignore[union-attr]
+                method.amount -= payment.amount
             elif method.source == "certificate":
-                user.payment_methods.pop(payment.payment_id)  # type: ignore[union-attr]
+                user.payment_methods.pop(payment.payment_id)
         for flight_number, date in booked:
-            self._get_flight_instance(flight_number, date, write=True).available_seats[cabin] -= len(
-                passengers
+            self._get_flight_instance(flight_number, date, write=True).available_seats[cabin] -= (
+                len(people)
             )
         self.db["reservations"][reservation.reservation_id] = reservation
         self.db["users"][user_id].reservations.append(reservation.reservation_id)
@@ -461,7 +469,9 @@ class AirlineTools(Toolkit):
         for first in self._search_direct_flight(date=date, origin=origin):
             first.date = date
             date2 = (
-                f"2024-05-{int(date[-2:]) + 1}" if "+1" in first.scheduled_arrival_time_est else date
+                f"2024-05-{int(date[-2:]) + 1}"
+                if "+1" in first.scheduled_arrival_time_est
+                else date
             )
             for second in self._search_direct_flight(
                 date=date2,
@@ -537,14 +547,13 @@ class AirlineTools(Toolkit):
             flights: An array of objects containing details about each piece of flight in the ENTIRE new reservation. Even if the a flight segment is not changed, it should still be included in the array.
             payment_id: The payment id stored in user profile, such as 'credit_card_7815826', 'gift_card_7815826', 'certificate_7815826'.
         """
-        if all(isinstance(f, dict) for f in flights):
-            flights = [FlightInfo(**f) for f in flights]  # type: ignore[arg-type]
+        infos = _as_models(flights, FlightInfo)
         reservation = self._get_reservation(reservation_id)
         user = self._get_user(reservation.user_id)
         total_price = 0
         new_flights = []
-        for info in flights:
-            number, date = info.flight_number, info.date  # type: ignore[union-attr]
+        for info in infos:
+            number, date = info.flight_number, info.date
             kept = next(
                 (
                     f
@@ -590,12 +599,11 @@ class AirlineTools(Toolkit):
             reservation_id: The reservation ID, such as 'ZFA04Y'.
             passengers: An array of objects containing details about each passenger.
         """
-        if all(isinstance(p, dict) for p in passengers):
-            passengers = [Passenger(**p) for p in passengers]  # type: ignore[arg-type]
+        people = _as_models(passengers, Passenger)
         reservation = self._get_reservation(reservation_id)
-        if len(passengers) != len(reservation.passengers):
+        if len(people) != len(reservation.passengers):
             raise ValueError("Number of passengers does not match")
-        reservation.passengers = deepcopy(passengers)  # type: ignore[arg-type]
+        reservation.passengers = deepcopy(people)
         return reservation
 
     @tool(ToolKind.READ)

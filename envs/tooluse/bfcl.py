@@ -42,7 +42,9 @@ class BFCLGold(BaseModel):
 
 def openai_schema(function: dict[str, Any]) -> dict[str, Any]:
     """A BFCL function description as an OpenAI tool schema (BFCL's own conversion, simplified)."""
-    parameters = json.loads(json.dumps(function.get("parameters", {})).replace('"dict"', '"object"'))
+    parameters = json.loads(
+        json.dumps(function.get("parameters", {})).replace('"dict"', '"object"')
+    )
     for prop in parameters.get("properties", {}).values():
         if prop.get("type") == "float":
             prop["type"] = "number"
@@ -51,7 +53,14 @@ def openai_schema(function: dict[str, Any]) -> dict[str, Any]:
         if prop.get("type") == "any":
             prop.pop("type")
     name = function["name"].replace(".", "_")
-    return {"type": "function", "function": {"name": name, "description": function.get("description", ""), "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": function.get("description", ""),
+            "parameters": parameters,
+        },
+    }
 
 
 def parse_calls(text: str) -> list[Call] | str:
@@ -87,7 +96,11 @@ def _json_calls(text: str) -> list[Call] | str:
     for item in data if isinstance(data, list) else [data]:
         parsed = from_json(item)
         if not isinstance(parsed, ToolCall):
-            return parsed.reason if isinstance(parsed, Malformed) else "Answer with calls, not a message."
+            return (
+                parsed.reason
+                if isinstance(parsed, Malformed)
+                else "Answer with calls, not a message."
+            )
         calls.append({parsed.name: parsed.arguments})
     return calls or "No function call found."
 
@@ -101,7 +114,9 @@ def _pick(values: list[Any], required: bool) -> Any:
     return value
 
 
-def expert_calls(functions: list[dict[str, Any]], answers: list[dict[str, dict[str, list[Any]]]]) -> list[Call]:
+def expert_calls(
+    functions: list[dict[str, Any]], answers: list[dict[str, dict[str, list[Any]]]]
+) -> list[Call]:
     """A correct call list: each parameter's first possible value, optional "" ones omitted."""
     calls: list[Call] = []
     for answer in answers:
@@ -120,7 +135,7 @@ class BFCLEnv(TextEnv):
     default_suite: ClassVar[str | None] = "bfcl/simple"
     system_prompt: ClassVar[str] = (
         "You are an expert in composing function calls. Given a question and functions, answer "
-        "with the call(s) that solve it and nothing else: JSON [{\"name\": ..., \"arguments\": "
+        'with the call(s) that solve it and nothing else: JSON [{"name": ..., "arguments": '
         "{...}}] or Python syntax [func(param=value)]. Use only the functions given."
     )
 
@@ -138,20 +153,37 @@ class BFCLEnv(TextEnv):
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         self.state = {"answered": False}
         config: BFCLConfig = self.config
-        question = "\n".join(str(m.get("content", "")) for m in config.question if m.get("role") == "user")
+        question = "\n".join(
+            str(m.get("content", "")) for m in config.question if m.get("role") == "user"
+        )
         functions = json.dumps(config.functions, indent=1)
         obs = f"{question}\n\nFunctions:\n{functions}"
-        return obs, {"tools": [openai_schema(f) for f in config.functions], "category": config.category}
+        return obs, {
+            "tools": [openai_schema(f) for f in config.functions],
+            "category": config.category,
+        }
 
     def _step(self, action: str) -> StepResult:
         calls = parse_calls(action)
         if isinstance(calls, str):
-            return f"{calls} The episode is over.", 0.0, True, False, {"valid": False, "success": False, "score": 0.0, "error": calls}
+            return (
+                f"{calls} The episode is over.",
+                0.0,
+                True,
+                False,
+                {"valid": False, "success": False, "score": 0.0, "error": calls},
+            )
         gold = BFCLGold.model_validate(self.task.gold if self.task else {})
         verdict = check(self.config.functions, calls, gold.answers)
         reward = float(verdict.valid)
         obs = "Correct." if verdict.valid else f"Incorrect: {verdict.error}"
-        return obs, reward, True, False, {"success": verdict.valid, "score": reward, "error": verdict.error}
+        return (
+            obs,
+            reward,
+            True,
+            False,
+            {"success": verdict.valid, "score": reward, "error": verdict.error},
+        )
 
     def _step_invalid(self, message: str) -> StepResult:
         return message, 0.0, True, False, {"valid": False, "success": False, "score": 0.0}

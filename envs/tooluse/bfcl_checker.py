@@ -51,7 +51,7 @@ def _type_ok(value: Any, spec: dict[str, Any]) -> bool:
     if type(value) is not expected:
         return False
     items = spec.get("items")
-    if expected is list and isinstance(items, dict):
+    if isinstance(value, list) and isinstance(items, dict):
         return all(_type_ok(v, items) for v in value)
     return True
 
@@ -100,23 +100,30 @@ def check_call(function: dict[str, Any], call: Call, answer: Call) -> Verdict:
         if not _type_ok(value, properties[param]):
             return Verdict(False, f"Incorrect type for parameter {param!r}: {value!r}.")
         if not _value_ok(value, possible[param]):
-            return Verdict(False, f"Invalid value for parameter {param!r}: {value!r}; expected one of {possible[param]}.")
+            return Verdict(
+                False,
+                f"Invalid value for parameter {param!r}: {value!r}; expected one of {possible[param]}.",
+            )
     for param, values in possible.items():
         if param not in params and "" not in values:
-            return Verdict(False, f"Optional parameter {param!r} not provided and not marked as optional.")
+            return Verdict(
+                False, f"Optional parameter {param!r} not provided and not marked as optional."
+            )
     return Verdict(True)
 
 
 def _function(functions: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((f for f in functions if f["name"] in (name, name.replace("_", "."))), None) or next(
-        (f for f in functions if f["name"].replace(".", "_") == name), None
-    )
+    return next(
+        (f for f in functions if f["name"] in (name, name.replace("_", "."))), None
+    ) or next((f for f in functions if f["name"].replace(".", "_") == name), None)
 
 
 def check(functions: list[dict[str, Any]], calls: list[Call], answers: list[Call]) -> Verdict:
     """Calls against the possible answers: one each (simple, multiple) or any order (parallel)."""
     if len(calls) != len(answers):
-        return Verdict(False, f"Wrong number of function calls: {len(calls)}, expected {len(answers)}.")
+        return Verdict(
+            False, f"Wrong number of function calls: {len(calls)}, expected {len(answers)}."
+        )
     unmatched = list(range(len(calls)))
     for answer in answers:
         function = _function(functions, next(iter(answer)))

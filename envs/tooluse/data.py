@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ def data_path(relative: str) -> Path:
     raise FileNotFoundError(f"no data file {relative!r} under {DATA} (nor {gz.name})")
 
 
+@cache
 def read_text(relative: str) -> str:
-    """A shipped text file (policy, guidelines)."""
+    """A shipped text file (policy, guidelines), read once per process."""
     path = data_path(relative)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:

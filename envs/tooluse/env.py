@@ -37,7 +37,7 @@ from agentgym.task import Task
 CLOSING = "Is there anything else I can help you with?"
 SYSTEM_PROMPT = (
     "You are a customer service agent. Follow the policy shown in the first observation. Each "
-    "turn, either call one tool, as JSON {\"name\": <tool>, \"arguments\": {...}} (the tools are "
+    'turn, either call one tool, as JSON {"name": <tool>, "arguments": {...}} (the tools are '
     "in info['tools']), or write a message to the user as plain text. Tool results and the "
     "user's replies come back as observations. Transferring to a human agent ends the "
     "conversation, and so does the user when satisfied."
@@ -100,7 +100,9 @@ class TauEnv(TextEnv):
         return TauGold.model_validate(self.task.gold)
 
     # ------------------------------------------------------------------ episode
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         self.seed = seed
         return super().reset(seed=seed, options=options)
 
@@ -114,7 +116,11 @@ class TauEnv(TextEnv):
         history = (config.initial_state or {}).get("message_history") or []
         self.state.transcript = [_clean(m) for m in history]
         last_agent = next(
-            (m.get("content") for m in reversed(history) if m.get("role") == "assistant" and m.get("content")),
+            (
+                m.get("content")
+                for m in reversed(history)
+                if m.get("role") == "assistant" and m.get("content")
+            ),
             AGENT_GREETING,
         )
         first = self.user.reply(self._context(), self.state.user_history, str(last_agent))
@@ -158,7 +164,11 @@ class TauEnv(TextEnv):
         st.calls.append((call.name, call.arguments))
         call_id = f"call_{st.steps}"
         st.transcript.append(
-            {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}]}
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}],
+            }
         )
         st.transcript.append({"role": "tool", "tool_call_id": call_id, "content": result.output})
         info = {"valid": known, "source": call.name, "tool_error": result.error}
@@ -195,7 +205,9 @@ class TauEnv(TextEnv):
         gold, st = self.gold(), self.state
         if st.world.domain.style == "tau_bench":
             return tau_bench_reward(st.world, st.reference, gold, st.said)
-        return tau2_reward(st.world, st.reference, gold, st.said, st.calls, st.transcript, self.judge)
+        return tau2_reward(
+            st.world, st.reference, gold, st.said, st.calls, st.transcript, self.judge
+        )
 
     def _step_invalid(self, message: str) -> StepResult:
         self.state.steps += 1
@@ -207,7 +219,11 @@ class TauEnv(TextEnv):
         if self.task is None:
             raise ResetNeeded("call reset() before expert_action()")
         done = sum(1 for m in self.state.transcript if m.get("role") == "assistant") - len(
-            [m for m in (self.config.initial_state or {}).get("message_history") or [] if m.get("role") == "assistant"]
+            [
+                m
+                for m in (self.config.initial_state or {}).get("message_history") or []
+                if m.get("role") == "assistant"
+            ]
         )
         plan = self.state.plan
         return plan[done] if done < len(plan) else CLOSING
@@ -221,7 +237,7 @@ class TauEnv(TextEnv):
         return self.state.world.db.hash()
 
 
-_HINT = "Call one tool as JSON {\"name\": ..., \"arguments\": {...}} or write a message to the user."
+_HINT = 'Call one tool as JSON {"name": ..., "arguments": {...}} or write a message to the user.'
 
 
 def expert_plan(gold: TauGold) -> list[str]:
@@ -241,7 +257,9 @@ def render_opening(policy: str, history: list[dict[str, Any]], first: str) -> st
     lines = [f"# Policy\n\n{policy.strip()}\n\n# Conversation\n"]
     for message in history:
         for call in message.get("tool_calls") or []:
-            lines.append(f"assistant (tool call): {format_call(call['name'], call.get('arguments', {}))}")
+            lines.append(
+                f"assistant (tool call): {format_call(call['name'], call.get('arguments', {}))}"
+            )
         if message.get("content"):
             lines.append(f"{message['role']}: {message['content']}")
     lines.append(f"user: {first}")

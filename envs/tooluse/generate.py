@@ -28,7 +28,9 @@ ENV_IDS = {
     "mock": "agentgym/TauMock-v0",
     "tau_bench_retail": "agentgym/TauBenchRetail-v0",
 }
-INSTRUCTION = "Serve the customer who contacts you, using the {domain} tools under the {domain} policy."
+INSTRUCTION = (
+    "Serve the customer who contacts you, using the {domain} tools under the {domain} policy."
+)
 
 
 def _task(task_id: str, split: str, config: TauConfig, gold: TauGold, tags: list[str]) -> Task:
@@ -75,20 +77,32 @@ def tau_bench_suites() -> dict[str, list[Task]]:
         tasks = []
         for i, raw in enumerate(read_json(f"tau_bench/retail/tasks_{split}.json")):
             config, gold = from_tau_bench(raw)
-            tags = ["tau-bench", "retail", *_write_tag(gold), *(["outputs"] if gold.outputs else [])]
+            tags = [
+                "tau-bench",
+                "retail",
+                *_write_tag(gold),
+                *(["outputs"] if gold.outputs else []),
+            ]
             tasks.append(_task(f"tau-bench-retail-{split}-{i:03d}", split, config, gold, tags))
         suites[f"tau-bench-retail-{split}"] = tasks
     return suites
 
 
-BFCL_FILES = {"simple": "BFCL_v4_simple_python", "multiple": "BFCL_v4_multiple", "parallel": "BFCL_v4_parallel"}
+BFCL_FILES = {
+    "simple": "BFCL_v4_simple_python",
+    "multiple": "BFCL_v4_multiple",
+    "parallel": "BFCL_v4_parallel",
+}
 
 
 def bfcl_suites() -> dict[str, list[Task]]:
     """BFCL v4 simple (Python), multiple and parallel, with their possible answers."""
     suites = {}
     for category, stem in BFCL_FILES.items():
-        answers = {row["id"]: row["ground_truth"] for row in read_jsonl(f"bfcl/possible_answer/{stem}.jsonl")}
+        answers = {
+            row["id"]: row["ground_truth"]
+            for row in read_jsonl(f"bfcl/possible_answer/{stem}.jsonl")
+        }
         tasks = []
         for row in read_jsonl(f"bfcl/{stem}.jsonl"):
             question = [m for turn in row["question"] for m in turn]
@@ -97,8 +111,14 @@ def bfcl_suites() -> dict[str, list[Task]]:
                     id=f"bfcl-{row['id']}",
                     env="agentgym/BFCL-v0",
                     split="test",
-                    instruction=" ".join(str(m["content"]) for m in question if m["role"] == "user"),
-                    config={"category": category, "question": question, "functions": row["function"]},
+                    instruction=" ".join(
+                        str(m["content"]) for m in question if m["role"] == "user"
+                    ),
+                    config={
+                        "category": category,
+                        "question": question,
+                        "functions": row["function"],
+                    },
                     gold={"answers": answers[row["id"]]},
                     tags=["bfcl", category],
                     difficulty=len(answers[row["id"]]),
@@ -120,7 +140,9 @@ def generate_bfcl(out: Path) -> dict[str, Any]:
     manifest = {
         "generator": "agentgym.envs.tooluse.generate",
         "suites": files,
-        "sources": {"bfcl": "ShishirPatil/gorilla berkeley-function-call-leaderboard v4 (Apache-2.0, LICENSE-bfcl)"},
+        "sources": {
+            "bfcl": "ShishirPatil/gorilla berkeley-function-call-leaderboard v4 (Apache-2.0, LICENSE-bfcl)"
+        },
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
@@ -129,7 +151,12 @@ def generate_bfcl(out: Path) -> dict[str, Any]:
 def generate(out: Path) -> dict[str, Any]:
     """Write every suite, the licences and ``manifest.json``; return the manifest."""
     out.mkdir(parents=True, exist_ok=True)
-    suites = {**tau2_suites("retail"), **tau2_suites("airline"), **tau2_suites("mock"), **tau_bench_suites()}
+    suites = {
+        **tau2_suites("retail"),
+        **tau2_suites("airline"),
+        **tau2_suites("mock"),
+        **tau_bench_suites(),
+    }
     files = {}
     for name, tasks in sorted(suites.items()):
         path = out / f"{name}.jsonl"

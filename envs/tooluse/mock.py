@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentgym.envs.tooluse.data import read_json
 from agentgym.envs.tooluse.db import Database
-from agentgym.envs.tooluse.toolkit import Toolkit, ToolKind, tool
+from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, tool
 
 TaskStatus = Literal["pending", "completed"]
 

@@ -11,11 +11,11 @@ import json
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from agentgym.envs.tooluse.data import read_json
 from agentgym.envs.tooluse.db import Database
-from agentgym.envs.tooluse.toolkit import Toolkit, ToolKind, tool
+from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, tool
 
 
 class Variant(BaseModel):
@@ -243,7 +243,7 @@ class RetailTools(Toolkit):
         if len(item_ids) != len(new_item_ids):
             raise ValueError("The number of items to be exchanged should match.")
         diff_price = 0.0
-        for item_id, new_item_id in zip(item_ids, new_item_ids):
+        for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
             item = next((item for item in order.items if item.item_id == item_id), None)
             if item is None:
                 raise ValueError(f"Item {item_id} not found")
@@ -393,7 +393,7 @@ class RetailTools(Toolkit):
         if len(item_ids) != len(new_item_ids):
             raise ValueError("The number of items to be exchanged should match")
         diff_price = 0.0
-        for item_id, new_item_id in zip(item_ids, new_item_ids):
+        for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
             if item_id == new_item_id:
                 raise ValueError("The new item id should be different from the old item id")
             item = next((item for item in order.items if item.item_id == item_id), None)
@@ -416,7 +416,7 @@ class RetailTools(Toolkit):
         if isinstance(payment_method, GiftCard):
             payment_method.balance -= diff_price
             payment_method.balance = round(payment_method.balance, 2)
-        for item_id, new_item_id in zip(item_ids, new_item_ids):
+        for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
             item = next((item for item in order.items if item.item_id == item_id), None)
             if item is None:
                 raise ValueError(f"Item {item_id} not found")

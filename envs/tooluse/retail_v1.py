@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from agentgym.envs.tooluse.data import read_json
 from agentgym.envs.tooluse.db import Database
 from agentgym.envs.tooluse.retail import calculate as _calculate
 from agentgym.envs.tooluse.schema import tool_schema
-from agentgym.envs.tooluse.toolkit import Toolkit, ToolKind, ToolResult
+from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, ToolResult
 
 TOOLS: dict[str, tuple[Callable[..., Any], ToolKind]] = {}
 
@@ -36,10 +36,12 @@ def v1_tool(class_name: str, kind: ToolKind) -> Callable[[Callable[..., Any]], C
 @cache
 def base_tables() -> dict[str, dict[str, Any]]:
     """v1's own orders, products and users, loaded once per process."""
-    return {name: read_json(f"tau_bench/retail/{name}.json") for name in ("orders", "products", "users")}
+    return {
+        name: read_json(f"tau_bench/retail/{name}.json") for name in ("orders", "products", "users")
+    }
 
 
-Data = Database
+Data: TypeAlias = Database
 
 
 @v1_tool("Calculate", ToolKind.GENERIC)
@@ -105,7 +107,7 @@ def _exchange_checks(
         return "Error: the number of items to be exchanged should match"
     diff_price = 0
     products = data["products"]
-    for item_id, new_item_id in zip(item_ids, new_item_ids):
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
         item = [item for item in order["items"] if item["item_id"] == item_id][0]
         variants = products.peek(item["product_id"])["variants"]
         if not (new_item_id in variants and variants[new_item_id]["available"]):
@@ -229,7 +231,9 @@ def list_all_product_types(data: Data) -> str:
     return json.dumps(dict(sorted(products.items())))
 
 
-def _address(address1: str, address2: str, city: str, state: str, country: str, zip: str) -> dict[str, str]:
+def _address(
+    address1: str, address2: str, city: str, state: str, country: str, zip: str
+) -> dict[str, str]:
     return {
         "address1": address1,
         "address2": address2,
@@ -309,7 +313,7 @@ def modify_pending_order_items(
         method["balance"] -= diff_price
         method["balance"] = round(method["balance"], 2)
     products = data["products"]
-    for item_id, new_item_id in zip(item_ids, new_item_ids):
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
         item = [item for item in order["items"] if item["item_id"] == item_id][0]
         variant = products.peek(item["product_id"])["variants"][new_item_id]
         item["item_id"] = new_item_id
@@ -347,7 +351,11 @@ def modify_pending_order_payment(data: Data, order_id: str, payment_method_id: s
         return "Error: insufficient gift card balance to pay for the order"
     history.extend(
         [
-            {"transaction_type": "payment", "amount": amount, "payment_method_id": payment_method_id},
+            {
+                "transaction_type": "payment",
+                "amount": amount,
+                "payment_method_id": payment_method_id,
+            },
             {
                 "transaction_type": "refund",
                 "amount": amount,

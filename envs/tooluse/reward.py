@@ -82,7 +82,11 @@ def tau2_reward(
     parts: dict[str, float] = {}
     db_match = None
     if "DB" in basis:
-        db_match = True if gold.actions is None and not gold.env_assertions else world.same_state(reference)
+        db_match = (
+            True
+            if gold.actions is None and not gold.env_assertions
+            else world.same_state(reference)
+        )
         parts["DB"] = float(db_match)
     if "ENV_ASSERTION" in basis:
         parts["ENV_ASSERTION"] = float(all(world.run_assertion(a) for a in gold.env_assertions))

@@ -6,9 +6,12 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from pydantic import Field, create_model
+
+from agentgym.envs.tooluse.cow import json_copy
 
 _SECTION = re.compile(r"^\s*(Args|Returns|Raises|Example|Examples|Note):\s*$")
 
@@ -38,6 +41,11 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def tool_schema(name: str, func: Callable[..., Any], skip: int = 1) -> dict[str, Any]:
     """The OpenAI ``{"type": "function", ...}`` schema of ``func`` (its first ``skip`` params dropped)."""
+    return json_copy(_tool_schema(name, func, skip))
+
+
+@cache
+def _tool_schema(name: str, func: Callable[..., Any], skip: int) -> dict[str, Any]:
     description, arg_docs = parse_docstring(func.__doc__ or "")
     params = list(inspect.signature(func).parameters.values())[skip:]
     hints = typing.get_type_hints(func)

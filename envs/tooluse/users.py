@@ -172,7 +172,9 @@ class LLMUser:
                 seed=ctx.seed,
             )
             message = dict(self.client.complete(request).choices[0].message)
-            history.append({k: v for k, v in message.items() if k in ("role", "content", "tool_calls")})
+            history.append(
+                {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
+            )
             calls = message.get("tool_calls") or []
             if not calls:
                 return str(message.get("content") or "")

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from agentgym.envs.tooluse import airline, mock, retail, retail_v1
 from agentgym.envs.tooluse.data import read_text
 from agentgym.envs.tooluse.db import Database, Style
-from agentgym.envs.tooluse.toolkit import Toolkit, ToolKind, ToolResult
+from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, ToolResult
 
 Requestor = Literal["assistant", "user"]
 TERMINATE_TOOLS = frozenset({"transfer_to_human_agents"})
@@ -105,7 +105,9 @@ class World:
             return self.user_tools
         return self.tools
 
-    def call(self, name: str, arguments: dict[str, Any], requestor: Requestor = "assistant") -> ToolResult:
+    def call(
+        self, name: str, arguments: dict[str, Any], requestor: Requestor = "assistant"
+    ) -> ToolResult:
         """A tool call as the benchmark answers it (``Error: ...`` on failure)."""
         if requestor == "user" and self.user_tools is None:
             return ToolResult("Error: User tools not available", True)
@@ -131,7 +133,9 @@ class World:
         for table_name, records in data.items():
             table, model = db[table_name], self.domain.record_models[table_name]
             for key, update in records.items():
-                merged = deep_merge(table.peek(key).model_dump(), update) if key in table else update
+                merged = (
+                    deep_merge(table.peek(key).model_dump(), update) if key in table else update
+                )
                 table[key] = model.model_validate(merged)
 
     def apply_initial_state(self, initial_state: dict[str, Any] | None) -> None:
@@ -161,5 +165,7 @@ class World:
             assertion["func_name"], assertion.get("arguments", {})
         )
         if not isinstance(result, bool):
-            raise ValueError(f"Function {assertion['func_name']} returned {type(result)} instead of bool")
+            raise ValueError(
+                f"Function {assertion['func_name']} returned {type(result)} instead of bool"
+            )
         return result == assertion.get("assert_value", True)
