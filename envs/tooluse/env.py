@@ -68,6 +68,9 @@ class TauEnv(TextEnv):
 
     config_model: ClassVar[type[BaseModel]] = TauConfig
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    free_text_actions: ClassVar[bool] = True
+    """Any non-empty text without control characters is a legitimate action (a message to the
+    user), so the conformance kit's text probes are valid here; see the kit's structural probes."""
     state: TauState
 
     def __init__(
