@@ -77,6 +77,7 @@ def test_first_observation_is_overview_and_task(env):
 
 def test_feedback_strings_follow_the_alfworld_grammar(env):
     steps = [
+        ("look", "You are in the middle of a room. Looking quickly around you, you see nothing."),
         ("go to fridge 1", "The fridge 1 is closed."),
         ("examine fridge 1", "The fridge 1 is closed."),
         (

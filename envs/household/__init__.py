@@ -55,7 +55,8 @@ Text as the real game prints it: lists are TextWorld's (``a x``, ``a x, and a y`
 and a z``, ``nothing``), always with the article ``a``, sorted by type name and then by number
 from high to low (``a bowl 2, a bowl 1, a bread 1``). ``go to`` answers with what the receptacle
 shows; ReAct and AgentGym strip the game's ``You arrive at loc N.`` prefix and so does the
-default ``arrive="none"``. ``use`` a lamp always answers ``You turn on the ...`` (ALFWorld's
+default ``arrive="none"``. ``look`` away from every receptacle lists none (``... you see
+nothing.``: the grammar lists receptacles at the agent's location). ``use`` a lamp always answers ``You turn on the ...`` (ALFWorld's
 grammar tests ``isToggled``, which stays true). Going to where you stand, taking from a closed
 receptacle or with full hands, putting where the type does not fit (ALFRED's ``canContain``):
 ``Nothing happens.``

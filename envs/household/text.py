@@ -73,11 +73,16 @@ def intro(scene: Scene, instruction: str) -> str:
     return f"{overview(scene)}\n{task}"
 
 
+MIDDLE_LOOK = "You are in the middle of a room. Looking quickly around you, you see nothing."
+"""``look`` away from every receptacle: the grammar lists receptacles *at the agent's location*
+(none there), unlike the intro, which lists them all (as the real game prints it)."""
+
+
 def look(scene: Scene, state: State) -> str:
-    """``look``: what the agent faces, or the room overview in the middle of the room."""
+    """``look``: what the agent faces and what stands next to it."""
     r = state.loc
     if r < 0:
-        return overview(scene)
+        return MIDDLE_LOOK
     near = listing([scene.o_listed[o] for o in scene.floor_at[r]])
     return f"You are facing the {scene.r_names[r]}. Next to it, you see {near}."
 

@@ -156,6 +156,9 @@ def parse_listing(items: str) -> list[str]:
 
 
 def _apply(world: _World, action: str, answer: str | None) -> None:
+    """Update what is known from one command and its answer (failed commands change nothing)."""
+    if answer == "Nothing happens.":
+        return
     line = action
     act = " ".join(action.lower().split())
     kind, m = next(((k, p.match(act)) for k, p in _ACTIONS if p.match(act)), (None, None))
@@ -181,6 +184,8 @@ def _apply(world: _World, action: str, answer: str | None) -> None:
             world.allow.add(f"{type_of(m['o'])}>{type_of(m['r'])}")
     elif kind == "use" and m is not None and world.loc is not None:
         world.add_unseen(m["o"], world.loc, line)
+    elif kind == "examine" and m is not None and m["x"] in world.receptacles:
+        world.at(m["x"], line)
     if answer:
         world.reveal(answer)
 
