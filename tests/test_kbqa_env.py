@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
+
+import agentgym
+from agentgym.env import ResetNeeded
 from agentgym.envs.kbqa import sexpr
 from agentgym.envs.kbqa.actions import Action, ParseError, parse
 from agentgym.envs.kbqa.build import entity_id, metaqa_source
 from agentgym.envs.kbqa.env import KBQAEnv
 from agentgym.envs.kbqa.generate import generate
 from agentgym.envs.kbqa.scoring import score
-from pydantic import ValidationError
-
-import agentgym
-from agentgym.env import ResetNeeded
 from agentgym.task import Task, TaskSuite, check_suite
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "kbqa"

@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
 from agentgym.envs.kbqa.build import (
     METAQA,
     KBSpec,
@@ -127,6 +128,10 @@ def test_sql_and_cached_kb_agree(kbs: tuple[SQLiteKB, CachedKB]) -> None:
             assert sql.follow(found, r, True) == cached.follow(found, r, True)
         assert sql.incident(group) == cached.incident(group)
         assert sql.values(group, "release_year") == cached.values(group, "release_year")
+        for largest in (True, False):
+            assert sql.extreme(group, "release_year", largest) == cached.extreme(
+                group, "release_year", largest
+            )
         assert sql.with_type(group + ["1999"], "movie") == cached.with_type(
             group + ["1999"], "movie"
         )

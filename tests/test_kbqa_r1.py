@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import agentgym
 from agentgym.agents.kbqa_r1 import (
     HINT_HEADER,
     KBQAR1Recipe,
@@ -18,8 +20,6 @@ from agentgym.agents.kbqa_r1 import (
     rrs,
     write_sft,
 )
-
-import agentgym
 from agentgym.task import TaskSuite
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "kbqa"

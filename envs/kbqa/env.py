@@ -10,15 +10,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, Field, field_validator
+
+from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.envs.kbqa import sexpr
 from agentgym.envs.kbqa.actions import GRAMMAR, Action, ParseError, parse
 from agentgym.envs.kbqa.executor import Executor, Outcome, Result
 from agentgym.envs.kbqa.kb import KnowledgeBase, open_kb
 from agentgym.envs.kbqa.prompt import SYSTEM_PROMPT, information
 from agentgym.envs.kbqa.scoring import Score, reward, score
-from pydantic import BaseModel, Field, field_validator
-
-from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.task import Task
 
 

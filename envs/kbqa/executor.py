@@ -124,13 +124,9 @@ class Executor:
         if direction.upper() not in ("MAX", "MIN"):
             raise _Bad(f"the first argument is MAX or MIN, not {direction!r}")
         ids, name = self.expr(expr, results), self.numeric(relation)
-        values = self.kb.values(ids, name)
-        pick = max if direction.upper() == "MAX" else min
-        best = {node: pick(vs) for node, vs in values.items()}
-        if not best:
-            return Outcome(result=Result(frozenset()), note=f"(none of them has {name})")
-        target = pick(best.values())
-        return Outcome(result=Result(frozenset(n for n, v in best.items() if v == target)))
+        best = self.kb.extreme(ids, name, largest=direction.upper() == "MAX")
+        note = "" if best or not ids else f"(none of them has {name})"
+        return Outcome(result=Result(best), note=note)
 
     def _compare(self, results: list[Result], op: str, relation: str, value: str) -> Outcome:
         if op.lower() not in COMPARE_OPS:

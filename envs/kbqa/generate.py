@@ -26,7 +26,6 @@ from agentgym.envs.kbqa.actions import parse
 from agentgym.envs.kbqa.build import metaqa_source, sha256_file
 from agentgym.envs.kbqa.executor import Executor, Result
 from agentgym.envs.kbqa.kb import KnowledgeBase, open_kb
-
 from agentgym.task import Task, write_tasks
 
 SEED = 20240607

@@ -59,6 +59,9 @@ class KnowledgeBase(Protocol):
     def values(self, nodes: Iterable[str], relation: str) -> dict[str, list[float]]:
         """Numeric values of ``relation`` for each of ``nodes`` that has any."""
 
+    def extreme(self, nodes: Iterable[str], relation: str, largest: bool) -> frozenset[str]:
+        """The ``nodes`` whose largest (smallest) ``relation`` value is the largest (smallest); ties kept."""
+
     def compare(self, relation: str, op: CompareOp, value: float) -> frozenset[str]:
         """Heads with some numeric value ``v`` of ``relation`` such that ``v op value``."""
 
@@ -156,6 +159,15 @@ class SQLiteKB:
             found[str(head)].append(float(value))
         return dict(found)
 
+    def extreme(self, nodes: Iterable[str], relation: str, largest: bool) -> frozenset[str]:
+        agg = "MAX" if largest else "MIN"
+        sql = (
+            f"WITH best AS (SELECT head, {agg}(value) AS v FROM triples WHERE relation = ? "
+            "AND value IS NOT NULL AND head IN (SELECT value FROM json_each(?)) GROUP BY head) "
+            f"SELECT head FROM best WHERE v = (SELECT {agg}(v) FROM best)"
+        )
+        return frozenset(str(r[0]) for r in self._rows(sql, relation, json.dumps(list(nodes))))
+
     def compare(self, relation: str, op: CompareOp, value: float) -> frozenset[str]:
         sql = (
             "SELECT DISTINCT head FROM triples WHERE relation = ? "
@@ -188,6 +200,8 @@ class _Relation:
         self.by_head: dict[str, list[float]] = defaultdict(list)
         for value, head in numeric:
             self.by_head[head].append(value)
+        self.top = {h: vs[-1] for h, vs in self.by_head.items()}
+        self.bottom = {h: vs[0] for h, vs in self.by_head.items()}
 
     def range(self, low: float, high: float, low_open: bool, high_open: bool) -> frozenset[str]:
         lo = (bisect.bisect_right if low_open else bisect.bisect_left)(self.keys, low)
@@ -237,10 +251,8 @@ class CachedKB(SQLiteKB):
         nodes = list(nodes)
         if len(nodes) == 1:
             return adjacency.get(nodes[0], frozenset())
-        found: set[str] = set()
-        for node in nodes:
-            found.update(adjacency.get(node, ()))
-        return frozenset(found)
+        empty: frozenset[str] = frozenset()
+        return empty.union(*[adjacency.get(n, empty) for n in nodes])
 
     def incident(self, nodes: Iterable[str]) -> dict[str, int]:
         nodes = list(nodes)
@@ -265,6 +277,15 @@ class CachedKB(SQLiteKB):
     def values(self, nodes: Iterable[str], relation: str) -> dict[str, list[float]]:
         by_head = self._rel(relation).by_head
         return {n: list(by_head[n]) for n in nodes if n in by_head}
+
+    def extreme(self, nodes: Iterable[str], relation: str, largest: bool) -> frozenset[str]:
+        index = self._rel(relation)
+        values = index.top if largest else index.bottom
+        found = {n: values[n] for n in nodes if n in values}
+        if not found:
+            return frozenset()
+        target = max(found.values()) if largest else min(found.values())
+        return frozenset(n for n, v in found.items() if v == target)
 
     def compare(self, relation: str, op: CompareOp, value: float) -> frozenset[str]:
         index = self._rel(relation)
