@@ -428,3 +428,11 @@ def test_registered_and_conformant() -> None:
     check_env(
         KBQAEnv(suite=str(TASKS / "comp-test.jsonl")), tasks=["kbqa-comp-test-compositional-00001"]
     )
+
+
+def test_doc_page_example_runs() -> None:
+    import doctest
+
+    import agentgym.envs.kbqa
+
+    assert doctest.testmod(agentgym.envs.kbqa).failed == 0
