@@ -41,6 +41,8 @@ class Catalog:
     openable: frozenset[str]
     receptacle_objects: frozenset[str]
     pickupable: frozenset[str]
+    accepted_by: dict[str, frozenset[str]]
+    """Object type -> receptacle types that accept it (``can_contain`` inverted)."""
     display: dict[str, str]
     """Display name -> ALFRED type name (``cellphone`` -> ``CellPhone``)."""
     raw: dict[str, Any]
@@ -50,9 +52,21 @@ class Catalog:
         """Whether ``put`` of this object type into this receptacle type is allowed."""
         return object_type in self.can_contain.get(receptacle_type, frozenset())
 
+    def homes(self, object_type: str) -> frozenset[str]:
+        """Receptacle types that accept this object type."""
+        return self.accepted_by.get(object_type, frozenset())
+
 
 def _lower_set(names: list[str]) -> frozenset[str]:
     return frozenset(n.lower() for n in names)
+
+
+def _invert(can_contain: dict[str, set[str]]) -> dict[str, frozenset[str]]:
+    homes: dict[str, set[str]] = {}
+    for receptacle, objects in can_contain.items():
+        for obj in objects:
+            homes.setdefault(obj, set()).add(receptacle)
+    return {k: frozenset(v) for k, v in homes.items()}
 
 
 @cache
@@ -79,6 +93,7 @@ def catalog() -> Catalog:
         openable=_lower_set(raw["openable"]),
         receptacle_objects=_lower_set(raw["receptacle_objects"]),
         pickupable=pickupable,
+        accepted_by=_invert(can_contain),
         display={n.lower(): n for n in sorted(names)},
         raw=raw,
     )

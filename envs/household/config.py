@@ -12,10 +12,10 @@ its receptacles come from ``data/layouts.json``, built from ALFRED's 120 floor p
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from agentgym.envs.household.catalog import catalog, read_data
 from agentgym.envs.household.goals import Goal, TaskType
@@ -59,11 +59,20 @@ class HouseholdConfig(BaseModel):
     locs: dict[str, int] | None = None
     """Location number per receptacle for ``arrive="loc"`` (default: its position, from 1)."""
 
+    _parsed: ParsedScene | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
     def _check(self) -> HouseholdConfig:
         scene = parse_scene(self)
         check_goal(self.goal(), scene)
+        self._parsed = scene
         return self
+
+    def parsed(self) -> ParsedScene:
+        """The parsed scene (parsed once, at validation)."""
+        if self._parsed is None:
+            self._parsed = parse_scene(self)
+        return self._parsed
 
     def goal(self) -> Goal:
         """The goal this config states."""
@@ -75,8 +84,8 @@ class ParsedScene:
 
     def __init__(
         self,
-        receptacles: list[str],
-        openable: list[bool],
+        receptacles: tuple[str, ...],
+        openable: tuple[bool, ...],
         contents: dict[str, list[str]],
         floor: dict[str, list[str]],
     ) -> None:
@@ -95,17 +104,7 @@ def layouts() -> dict[str, dict[str, str]]:
 
 def parse_scene(config: HouseholdConfig) -> ParsedScene:
     """Parse receptacles, contents and floor; ``ValueError`` naming the first problem."""
-    spec = _receptacle_spec(config)
-    names, openable = [], []
-    for item in filter(None, (s.strip() for s in spec.split(","))):
-        name = item.removesuffix("*").strip()
-        _check_name(name, "receptacles")
-        names.append(name)
-        openable.append(item.endswith("*"))
-    if not names:
-        raise ValueError("receptacles: the scene needs at least one receptacle")
-    if len(set(names)) != len(names):
-        raise ValueError(f"receptacles: duplicate name in {spec!r}")
+    names, openable = parse_receptacles(_receptacle_spec(config))
     known = set(names)
     contents = parse_placements(config.contents, "contents", known)
     floor = parse_placements(config.floor, "floor", known)
@@ -121,6 +120,22 @@ def parse_scene(config: HouseholdConfig) -> ParsedScene:
         if not re.fullmatch(r"[a-z]+>[a-z]+", pair):
             raise ValueError(f"allow: {pair!r} must look like 'object>receptacle' (type names)")
     return ParsedScene(names, openable, contents, floor)
+
+
+@lru_cache(maxsize=1024)
+def parse_receptacles(spec: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """``"cabinet 1*, sinkbasin 1"`` -> names and openable flags (cached: floor plans repeat)."""
+    names, openable = [], []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name = item.removesuffix("*").strip()
+        _check_name(name, "receptacles")
+        names.append(name)
+        openable.append(item.endswith("*"))
+    if not names:
+        raise ValueError("receptacles: the scene needs at least one receptacle")
+    if len(set(names)) != len(names):
+        raise ValueError(f"receptacles: duplicate name in {spec!r}")
+    return tuple(names), tuple(openable)
 
 
 def _receptacle_spec(config: HouseholdConfig) -> str:
@@ -163,6 +178,7 @@ def _check_name(name: str, field: str) -> None:
         raise ValueError(f"{field}: {name!r} is not a name like 'cabinet 3' (type, space, number)")
 
 
+@cache
 def type_of(name: str) -> str:
     """``"cabinet 3"`` -> ``"cabinet"``."""
     return name.rpartition(" ")[0]
@@ -203,9 +219,7 @@ APPLIANCE = {
 """Receptacle type each treatment needs."""
 
 
-def fits(config: HouseholdConfig, receptacle_type: str, object_type: str) -> bool:
-    """Whether ``put`` accepts this pair: ALFRED's table plus the config's ``allow`` pairs."""
-    return (
-        catalog().fits(receptacle_type, object_type)
-        or f"{object_type}>{receptacle_type}" in config.allow
-    )
+def homes(config: HouseholdConfig, object_type: str) -> frozenset[str]:
+    """Receptacle types ``put`` accepts this object type in: ALFRED's table plus ``allow``."""
+    extra = {p.partition(">")[2] for p in config.allow if p.partition(">")[0] == object_type}
+    return catalog().homes(object_type) | extra if extra else catalog().homes(object_type)

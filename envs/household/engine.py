@@ -105,7 +105,7 @@ def _holding_commands(
     scene: Scene, r: int, h: int, reachable: bool, cmds: dict[str, Command]
 ) -> None:
     rname, name, caps = scene.r_names[r], scene.o_names[h], scene.o_caps[h]
-    if reachable and scene.fits[h][r]:
+    if reachable and scene.fits(h, r):
         if scene.config.put_verb == "put":
             cmds[f"put {name} in/on {rname}"] = (PUT, h, r)
         else:

@@ -99,7 +99,7 @@ def _to_lamp(scene: Scene, state: State) -> str:
 
 def _put_down(scene: Scene, state: State, h: int) -> str:
     """Free the hand: put the object back somewhere it fits, here if possible."""
-    spots = [r for r in range(len(scene.r_names)) if scene.fits[h][r]]
+    spots = [r for r in range(len(scene.r_names)) if scene.fits(h, r)]
     if not spots:
         raise ExpertStuck(f"{scene.o_names[h]} fits in no receptacle")
     r = min(spots, key=lambda r: _cost(scene, state, r))

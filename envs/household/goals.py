@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 TaskType = Literal[
@@ -93,6 +94,7 @@ def _pattern(template: str) -> re.Pattern[str]:
 _PATTERNS = [(t, _pattern(s)) for t, ss in TEMPLATES.items() for s in ss]
 
 
+@lru_cache(maxsize=4096)
 def parse_goal(sentence: str) -> Goal:
     """The goal a task sentence states; ``ValueError`` listing the known forms if none fits."""
     text = " ".join(sentence.strip().lower().split())

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
 
 from agentgym.envs.household.catalog import catalog
-from agentgym.envs.household.config import APPLIANCE, HouseholdConfig, fits, parse_scene, type_of
+from agentgym.envs.household.config import APPLIANCE, HouseholdConfig, homes, type_of
 
 # static object capabilities (Scene.o_caps)
 PICK, CLEANABLE, HEATABLE, COOLABLE, TOGGLE, SLICEABLE, SHARP, RECOBJ = (1 << i for i in range(8))
@@ -67,30 +68,50 @@ class State:
         )
 
 
+class Room:
+    """The receptacle side of a scene, shared by every task on the same receptacles."""
+
+    def __init__(self, names: tuple[str, ...], openable: tuple[bool, ...]) -> None:
+        self.r_names = list(names)
+        self.r_types = [type_of(r) for r in names]
+        self.r_openable = list(openable)
+        self.r_role = [ROLE.get(t, 0) for t in self.r_types]
+        self.r_index = {n: i for i, n in enumerate(names)}
+        self.r_order = sorted(range(len(names)), key=lambda i: _sort_key(names[i]))
+        self.base_cmds: dict[str, tuple[int, int, int]] = {}
+        """Commands valid everywhere (filled by the engine on first use)."""
+
+
+@lru_cache(maxsize=512)
+def room(names: tuple[str, ...], openable: tuple[bool, ...]) -> Room:
+    """The shared :class:`Room` of these receptacles."""
+    return Room(names, openable)
+
+
 class Scene:
     """The compiled, read-only side of a game."""
 
     def __init__(self, config: HouseholdConfig) -> None:
-        parsed = parse_scene(config)
-        cat = catalog()
+        parsed = config.parsed()
+        shared = room(tuple(parsed.receptacles), tuple(parsed.openable))
         self.config = config
-        self.r_names = parsed.receptacles
-        self.r_types = [type_of(r) for r in self.r_names]
-        self.r_openable = parsed.openable
-        self.r_role = [ROLE.get(t, 0) for t in self.r_types]
-        self.r_index = {n: i for i, n in enumerate(self.r_names)}
-        self.r_order = sorted(range(len(self.r_names)), key=lambda i: _sort_key(self.r_names[i]))
+        self.r_names, self.r_types, self.r_openable = (
+            shared.r_names,
+            shared.r_types,
+            shared.r_openable,
+        )
+        self.r_role, self.r_index, self.r_order = shared.r_role, shared.r_index, shared.r_order
+        self.base_cmds = shared.base_cmds
         self.o_names = parsed.objects
         self.o_types = [type_of(o) for o in self.o_names]
         self.o_index = {n: i for i, n in enumerate(self.o_names)}
         self.o_caps = [_caps(t) for t in self.o_types]
         self.o_rank = _ranks(self.o_names)
         self.o_listed = [f"a {n}" for n in self.o_names]
-        self.fits = [[fits(config, rt, ot) for rt in self.r_types] for ot in self.o_types]
-        self.receptacle_objects = cat.receptacle_objects
+        by_type = {t: homes(config, t) for t in set(self.o_types)}
+        self.o_homes = [by_type[t] for t in self.o_types]
+        """Per object: receptacle types that accept it."""
         self.start = -1 if config.start is None else self.r_index[config.start]
-        self.base_cmds: dict[str, tuple[int, int, int]] = {}
-        """Commands valid everywhere (filled by the engine on first use)."""
         self.loc_numbers = _loc_numbers(config, self.r_names)
         self._init_placement(parsed.contents, parsed.floor)
         self._init_goal(config)
@@ -136,6 +157,10 @@ class Scene:
             [0] * len(self.o_names),
         )
 
+    def fits(self, o: int, r: int) -> bool:
+        """Whether object ``o`` may be put in receptacle ``r``."""
+        return self.r_types[r] in self.o_homes[o]
+
     def location_of(self, state: State, o: int) -> int:
         """Receptacle index where object ``o`` is (the agent's place when held)."""
         w = state.where[o]
@@ -144,6 +169,7 @@ class Scene:
         return state.loc if w == HELD else -2 - w
 
 
+@cache
 def _sort_key(name: str) -> tuple[str, int]:
     kind, _, num = name.rpartition(" ")
     return kind, -int(num)
@@ -157,6 +183,7 @@ def _ranks(names: list[str]) -> list[int]:
     return ranks
 
 
+@cache
 def _caps(object_type: str) -> int:
     cat = catalog()
     caps = 0
