@@ -171,9 +171,9 @@ def main() -> None:
             base_steps,
         ),
         (
-            "expert episodes (planning included)",
+            "expert episodes (planning, one reset per episode)",
             "steps/s",
-            rate(expert_steps(env, train), sec),
+            rate(expert_steps(env, unseen), sec),
             base_steps,
         ),
         ("resets, warm (scene compiled)", "resets/s", rate(resets(env, unseen), sec), base_resets),
@@ -199,7 +199,7 @@ def main() -> None:
     table.add_row(
         "memory per compiled scene (shared)", f"{per_scene / 1024:,.1f}", "KiB", "", "", "", ""
     )
-    Console().print(table)
+    Console(width=130).print(table)
 
 
 if __name__ == "__main__":
