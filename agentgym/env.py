@@ -53,6 +53,9 @@ class TextEnv(gymnasium.Env[str, str]):
     # set in SOME subclasses:
     default_suite: ClassVar[str | None] = None
     """Suite used when ``reset`` gets no task, or a task id instead of a Task."""
+    free_text_actions: ClassVar[bool] = False
+    """True where any non-empty text is a legitimate action (a message to a simulated user), so
+    only structurally empty or broken strings count as malformed."""
 
     observation_space = UnicodeText(max_length=1 << 20)
     action_space = UnicodeText(max_length=1 << 14)

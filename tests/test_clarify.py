@@ -9,12 +9,12 @@ from typing import Any
 
 import gymnasium
 import pytest
-from agentgym.envs.clarify.env import ClarifyEnv
-from agentgym.envs.clarify.items import Item, norm
 from gymnasium.utils.env_checker import check_env
 from pydantic import ValidationError
 
 from agentgym.env import ResetNeeded
+from agentgym.envs.clarify.env import ClarifyEnv
+from agentgym.envs.clarify.items import Item, norm
 from agentgym.task import Task, TaskSuite
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "clarify"

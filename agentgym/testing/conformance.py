@@ -21,6 +21,9 @@ MALFORMED_ACTIONS = [
 ]
 """Strings no env should accept as a valid action."""
 
+STRUCTURAL_MALFORMED = ["", "   ", "\x00\x01\x02", "[" * 500]
+"""What is malformed even where free text is an action (``TextEnv.free_text_actions``)."""
+
 
 class ConformanceError(AssertionError):
     """The env breaks the agentgym contract; the message says which rule and how to fix it."""
@@ -39,9 +42,9 @@ def check_env(
     check_gymnasium(env)
     for task in tasks if tasks is not None else env.suite.tasks[:3]:
         expert = _expert_actions(env, task, seed, max_steps)
-        check_determinism(env, task, seed, expert or MALFORMED_ACTIONS)
+        check_determinism(env, task, seed, expert or _probes(env))
         check_malformed_actions(env, task, seed)
-        check_snapshot_restore(env, task, seed, expert or MALFORMED_ACTIONS)
+        check_snapshot_restore(env, task, seed, expert or _probes(env))
         check_inaction_never_succeeds(env, task, seed, max_steps)
 
 
@@ -91,7 +94,7 @@ def check_determinism(env: TextEnv, task: Task | str, seed: int, actions: list[s
 
 def check_malformed_actions(env: TextEnv, task: Task | str, seed: int) -> None:
     """Malformed strings and non-strings never raise; they give valid=False and a text observation."""
-    for action in [*MALFORMED_ACTIONS, 42, None]:
+    for action in [*_probes(env), 42, None]:
         env.reset(seed=seed, options={"task": task})
         try:
             obs, _, _, _, info = env.step(action)  # type: ignore[arg-type]
@@ -126,8 +129,9 @@ def check_inaction_never_succeeds(
 ) -> None:
     """Only invalid actions until the limit: the task must not count as solved."""
     env.reset(seed=seed, options={"task": task})
+    probes = _probes(env)
     for t in range(max_steps):
-        _, _, terminated, truncated, info = env.step(MALFORMED_ACTIONS[t % len(MALFORMED_ACTIONS)])
+        _, _, terminated, truncated, info = env.step(probes[t % len(probes)])
         if info.get("success"):
             raise ConformanceError(
                 f"task {_tid(task)} counts as solved after {t + 1} invalid actions"
@@ -135,6 +139,10 @@ def check_inaction_never_succeeds(
         if terminated or truncated:
             _check_final_info(info, task)
             return
+
+
+def _probes(env: TextEnv) -> list[str]:
+    return STRUCTURAL_MALFORMED if env.free_text_actions else MALFORMED_ACTIONS
 
 
 def _play(env: TextEnv, task: Task | str, seed: int, actions: list[str]) -> list[Any]:

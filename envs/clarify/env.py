@@ -10,6 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ValidationInfo, field_validator
+
+from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.envs.clarify.items import (
     Answer,
     ClarifyConfig,
@@ -19,9 +22,6 @@ from agentgym.envs.clarify.items import (
     norm,
     questions,
 )
-from pydantic import BaseModel, ValidationInfo, field_validator
-
-from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.task import Task
 
 _ACTION = re.compile(r"^\s*(ask|answer)\s*\[(.*)\]\s*$", re.IGNORECASE | re.DOTALL)

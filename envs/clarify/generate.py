@@ -24,7 +24,6 @@ from typing import Any
 
 from agentgym.envs.clarify.env import ClarifyEnv
 from agentgym.envs.clarify.items import Item
-
 from agentgym.task import Task, write_tasks
 
 SEED = 20240601
