@@ -33,7 +33,7 @@ Splits                 ``household/train`` 3,553, ``household/valid_seen`` 140 (
 Expert                 ``expert_action()``: a planner that knows the scene (fetch, open, take,
                        treat, place / use the lamp); solves 100% of every split, 6.3 steps on
                        average; ``Task.difficulty`` is its step count
-Random baseline        uniform over ``available_actions``: about 2% on ``valid_unseen``
+Random baseline        uniform over ``available_actions``: 0-2% on ``valid_unseen`` (by seed)
 Importers              :func:`from_transcript` (a task from a transcript of the real game),
                        :func:`replay` (play it back and compare every answer), :func:`load_game`
                        (ALFWorld's ``initial_state.pddl`` + ``traj_data.json``)

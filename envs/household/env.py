@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -35,6 +36,8 @@ a sinkbasin, heat with a microwave, cool with a fridge. A command that does noth
 "Nothing happens.". info["available_actions"] lists every command that does something."""
 
 _VALIDATED: OrderedDict[int, tuple[Task, HouseholdConfig]] = OrderedDict()
+"""Validated configs by task identity: the runner resets the same Task objects many times."""
+_LOCK = threading.Lock()
 
 
 class HouseholdEnv(TextEnv):
@@ -63,7 +66,8 @@ class HouseholdEnv(TextEnv):
     @classmethod
     def validate_task(cls, task: Task) -> HouseholdConfig:
         """Validate the config and check the instruction states the config's goal (cached)."""
-        hit = _VALIDATED.get(id(task))
+        with _LOCK:
+            hit = _VALIDATED.get(id(task))
         if hit is not None and hit[0] is task:
             return hit[1]
         config = HouseholdConfig.model_validate(task.config)
@@ -73,9 +77,10 @@ class HouseholdEnv(TextEnv):
                 f"instruction {task.instruction!r} states {stated}, but the config's goal is "
                 f"{config.goal()}"
             )
-        _VALIDATED[id(task)] = (task, config)
-        if len(_VALIDATED) > 4096:
-            _VALIDATED.popitem(last=False)
+        with _LOCK:
+            _VALIDATED[id(task)] = (task, config)
+            if len(_VALIDATED) > 4096:
+                _VALIDATED.popitem(last=False)
         return config
 
     # ------------------------------------------------------------------ episode

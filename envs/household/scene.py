@@ -8,6 +8,7 @@ print order (type name ascending, then number descending: ``a bowl 2, a bowl 1, 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -209,17 +210,20 @@ def _loc_numbers(config: HouseholdConfig, names: list[str]) -> list[int]:
 
 _CACHE: OrderedDict[int, tuple[HouseholdConfig, Scene]] = OrderedDict()
 _CACHE_SIZE = 512
+_LOCK = threading.Lock()
 
 
 def compile_scene(config: HouseholdConfig) -> Scene:
-    """The scene of ``config``, cached by config identity (configs are frozen)."""
+    """The scene of ``config``, cached by config identity (configs are frozen; thread-safe)."""
     key = id(config)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is config:
-        _CACHE.move_to_end(key)
-        return hit[1]
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is config:
+            _CACHE.move_to_end(key)
+            return hit[1]
     scene = Scene(config)
-    _CACHE[key] = (config, scene)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _LOCK:
+        _CACHE[key] = (config, scene)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return scene
