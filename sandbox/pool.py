@@ -70,10 +70,21 @@ class SandboxPool:
     The pool owns its provider: ``close`` destroys every sandbox the provider started.
     """
 
-    def __init__(self, provider: Provider, size: int = 4, max_uses: int = 100, workers: int = 4) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        size: int = 4,
+        max_uses: int = 100,
+        workers: int = 4,
+        grow: bool = False,
+        max_size: int = 256,
+    ) -> None:
         if size < 0:
             raise ValueError(f"pool size must be >= 0, got {size}")
         self.provider, self.size, self.max_uses = provider, size, max_uses
+        self.grow, self.max_size = grow, max_size
+        """With ``grow``, an acquire that finds the pool empty raises ``size`` by one (up to
+        ``max_size``), so a pool shared by N concurrent episodes settles at N warm sandboxes."""
         self._ready: queue.Queue[ServerSandbox] = queue.Queue()
         self._uses: dict[int, int] = {}
         self._jobs = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sandbox-pool")
@@ -127,7 +138,10 @@ class SandboxPool:
             self._discard(box)
 
     def _wait_for_one(self, deadline: float) -> ServerSandbox:
-        if self._filling == 0:  # nobody is starting one for us
+        if self.grow and self.size < self.max_size:
+            self.size += 1
+            self._spawn()
+        elif self._filling == 0:  # nobody is starting one for us
             self._spawn()
         try:
             return self._ready.get(timeout=max(0.0, deadline - time.monotonic()))

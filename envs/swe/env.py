@@ -1,0 +1,241 @@
+"""SweEnv: fix a bug in a repository inside a sandbox; hidden tests grade the submission."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from agentgym.env import ResetNeeded, Snapshot, StepResult, TextEnv
+from agentgym.envs.swe.actions import TOOLS, Call, Invalid, parse
+from agentgym.envs.swe.config import Edit, SweConfig, SweGold, apply_edit
+from agentgym.envs.swe.grading import grade, normalise
+from agentgym.envs.swe.repo import build_files, install
+from agentgym.sandbox import Sandbox, SandboxConfig, SandboxPool, get_provider
+from agentgym.task import Task, TaskSuite
+
+MAX_OBSERVATION = 10_000
+"""Characters of command output shown; longer output keeps its head and tail (as mini-swe-agent)."""
+SYSTEM_PROMPT = """\
+You are fixing a bug in a Python repository. Each turn, send ONE action:
+- a bash command in exactly one fenced block:
+```bash
+grep -n "def " solution.py
+```
+  (it runs in the repository root; `cd` does not persist between commands), or
+- a JSON tool call: {"name": "view", "arguments": {"path": "...", "start": 1, "end": 40}},
+  {"name": "edit", "arguments": {"path": "...", "old": "<exact text>", "new": "<replacement>"}},
+  {"name": "run_tests", "arguments": {}}, {"name": "submit", "arguments": {}}.
+When the fix is done, send `submit`. Hidden tests then decide: reward 1 if they all pass."""
+
+
+@dataclass
+class SweState:
+    """All mutable episode state (the repository itself lives in the sandbox)."""
+
+    turns: int = 0
+    actions: list[str] = field(default_factory=list)
+    """Every action so far: snapshots restore by replaying them into a fresh sandbox."""
+    files: dict[str, str] = field(default_factory=dict)
+    """The buggy repository as built for this episode (grading restores its test config)."""
+    repo: str = ""
+    """Path of the repository in the sandbox."""
+
+
+_pools: dict[tuple[str, str], SandboxPool] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(provider: str, config: SandboxConfig) -> SandboxPool:
+    """One warm pool per provider and config for the whole process; it grows with demand."""
+    key = (provider, config.model_dump_json())
+    with _pools_lock:
+        if key not in _pools:
+            _pools[key] = SandboxPool(get_provider(provider, config), size=1, grow=True)
+        return _pools[key]
+
+
+def auto_provider() -> str:
+    """docker when the engine and a current image are there, else bubblewrap."""
+    try:
+        from agentgym.sandbox.docker_provider import docker_client
+        from agentgym.sandbox.image import image_status
+
+        if image_status(docker_client(timeout=10)) == "current":
+            return "docker"
+    except Exception:  # no SDK, no engine: the local provider is the fallback
+        pass
+    return "local"
+
+
+class SweEnv(TextEnv):
+    """Bash or structured tools in a sandboxed repository; ``submit`` runs the hidden tests."""
+
+    config_model: ClassVar[type[BaseModel]] = SweConfig
+    system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    default_suite: ClassVar[str | None] = "swe/humanevalfix"
+
+    def __init__(
+        self,
+        suite: str | TaskSuite | None = None,
+        render_mode: str | None = None,
+        sandbox: str = "auto",
+        sandbox_config: SandboxConfig | None = None,
+    ) -> None:
+        super().__init__(suite, render_mode)
+        self.provider = auto_provider() if sandbox == "auto" else sandbox
+        self.sandbox_config = sandbox_config or SandboxConfig()
+        self.sandbox: Sandbox | None = None
+
+    @classmethod
+    def validate_task(cls, task: Task) -> BaseModel:
+        SweGold.model_validate(task.gold)
+        return cls.config_model.model_validate(task.config)
+
+    # ------------------------------------------------------------------ episode
+    def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self._release()
+        self.sandbox = shared_pool(self.provider, self.sandbox_config).acquire()
+        files = build_files(self.config)
+        self.state = SweState(files=files, repo=install(self.sandbox, files))
+        listing = "\n".join(sorted(files)[:200])
+        more = f"\n... and {len(files) - 200} more files" if len(files) > 200 else ""
+        obs = (
+            f"{task.instruction}\n\nThe repository is at {self.state.repo} ({len(files)} files):\n"
+            f"{listing}{more}\n\nYou have {self.config.max_turns} actions; send `submit` when done."
+        )
+        return obs, {"tools": TOOLS}
+
+    def _step(self, action: str) -> StepResult:
+        self.state.turns += 1
+        self.state.actions.append(action)
+        parsed = parse(action)
+        if isinstance(parsed, Invalid):
+            return self._after(parsed.reason, valid=False)
+        if parsed.name == "submit":
+            return self._submit()
+        try:
+            obs = getattr(self, f"_tool_{parsed.name}")(**parsed.arguments)
+        except TypeError as e:  # unexpected arguments
+            return self._after(f"Bad arguments for {parsed.name}: {e}", valid=False)
+        return self._after(obs, valid=True)
+
+    def _step_invalid(self, message: str) -> StepResult:
+        self.state.turns += 1
+        self.state.actions.append(message)  # replays as an invalid action too
+        return self._after(message, valid=False)
+
+    def _after(self, obs: str, valid: bool) -> StepResult:
+        info: dict[str, Any] = {"valid": valid, "turns_left": self.config.max_turns - self.state.turns}
+        if self.state.turns >= self.config.max_turns:
+            info |= {"success": False, "score": 0.0}
+            obs += f"\n\nTurn limit ({self.config.max_turns}) reached without a submission."
+            return obs, 0.0, False, True, info
+        return obs, 0.0, False, False, info
+
+    def _submit(self) -> StepResult:
+        gold = SweGold.model_validate(self.task.gold)  # type: ignore[union-attr]
+        g = grade(self._box(), self.state.repo, self.config, gold, self.state.files)
+        shown = ", ".join(g.failed[:10]) + (" ..." if len(g.failed) > 10 else "")
+        verdict = "All hidden tests pass." if g.success else f"Failing hidden tests: {shown}"
+        obs = f"Submitted. {len(g.passed)}/{len(g.passed) + len(g.failed)} hidden tests pass. {verdict}"
+        info = {"valid": True, "success": g.success, "score": g.score, "passed": len(g.passed), "failed": len(g.failed)}
+        return obs, float(g.success), True, False, info
+
+    # ------------------------------------------------------------------ tools
+    def _tool_bash(self, command: str) -> str:
+        try:
+            r = self._box().exec(command, cwd=self.state.repo, timeout=self.config.command_timeout)
+        except TimeoutError:
+            return f"The command timed out after {self.config.command_timeout:.0f}s and was killed."
+        except (FileNotFoundError, PermissionError) as e:
+            return f"Error: {e}"
+        return f"<returncode>{r.returncode}</returncode>\n<output>\n{cap(r.stdout + r.stderr)}</output>"
+
+    def _tool_view(self, path: str, start: int = 1, end: int | None = None) -> str:
+        text = self._read(path)
+        if text is None:
+            return f"Error: {path} does not exist or is not a text file."
+        lines = text.splitlines()
+        first, last = max(1, int(start)), min(len(lines), int(end) if end else len(lines))
+        body = "\n".join(f"{i:6d}\t{lines[i - 1]}" for i in range(first, last + 1))
+        return cap(body) if body else f"{path}: no lines in {first}..{last} ({len(lines)} lines)"
+
+    def _tool_edit(self, path: str, old: str, new: str) -> str:
+        current = self._read(path)
+        if current is None and old:
+            return f"Error: {path} does not exist; use old='' to create it."
+        try:
+            updated = apply_edit(current or "", Edit(path=path, old=old, new=new))
+        except ValueError as e:
+            return f"Error: {e}. Nothing was changed."
+        self._box().write_file(f"{self.state.repo}/{path}", updated)
+        return f"Edited {path}." if old else f"Wrote {path} ({len(new)} characters)."
+
+    def _tool_run_tests(self, paths: list[str] | None = None) -> str:
+        extra = " ".join(json.dumps(p) for p in paths or [])
+        return self._tool_bash(f"{self.config.test_command} {extra}".strip())
+
+    def _read(self, path: str) -> str | None:
+        try:
+            return self._box().read_file(f"{self.state.repo}/{path}")
+        except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError):
+            return None
+
+    def _box(self) -> Sandbox:
+        if self.sandbox is None:
+            raise ResetNeeded("call reset() first")
+        return self.sandbox
+
+    # ------------------------------------------------------------------ expert
+    def expert_action(self) -> str:
+        """Apply the reference fix one edit at a time (or as one ``git apply``), then submit."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before expert_action()")
+        gold = SweGold.model_validate(self.task.gold)
+        for edit in gold.fix:
+            current = self._read(edit.path)
+            if edit.old == "" and current != edit.new or edit.old and current and edit.old in current:
+                return json.dumps({"name": "edit", "arguments": edit.model_dump()})
+        if gold.fix_patch and not self._patch_applied(gold.fix_patch):
+            return f"```bash\ngit apply - <<'AGENTGYM_PATCH'\n{gold.fix_patch}\nAGENTGYM_PATCH\n```"
+        return "submit"
+
+    def _patch_applied(self, patch: str) -> bool:
+        r = self._box().exec(["git", "apply", "--check", "-R", "-"], input=patch, cwd=self.state.repo)
+        return r.returncode == 0
+
+    # ------------------------------------------------------------------ branching, lifecycle
+    def snapshot(self) -> Snapshot:
+        """The task and the actions so far; :meth:`restore` replays them in a fresh sandbox."""
+        if self.task is None:
+            raise ResetNeeded("call reset() before snapshot()")
+        return Snapshot(type(self), self.task, self.config, list(self.state.actions), {}, self.done)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        if snapshot.env_type is not type(self):
+            raise TypeError(f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}")
+        self.reset(options={"task": snapshot.task})
+        for action in snapshot.state:
+            self.step(action)
+
+    def _release(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+    def close(self) -> None:
+        self._release()
+        super().close()
+
+
+def cap(text: str, limit: int = MAX_OBSERVATION) -> str:
+    """Text up to ``limit`` characters; longer text keeps head and tail with a note between."""
+    text = normalise(text)
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... {len(text) - limit} characters elided ...\n{text[-half:]}"

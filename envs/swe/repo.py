@@ -1,0 +1,89 @@
+"""Building a task's repository on the host and moving it into a sandbox in one archive."""
+
+from __future__ import annotations
+
+import functools
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+from agentgym.envs.swe.config import SweConfig, apply_edit
+from agentgym.sandbox import Sandbox
+
+REPOS = Path(__file__).resolve().parent / "data" / "repos"
+"""Bundled snapshots, one folder each, with their licences."""
+SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
+
+
+@functools.lru_cache(maxsize=8)
+def bundled(name: str) -> dict[str, str]:
+    """Every text file of a bundled snapshot, by relative path (cached: tasks share snapshots)."""
+    root = REPOS / name
+    if not root.is_dir():
+        known = sorted(p.name for p in REPOS.iterdir() if p.is_dir())
+        raise ValueError(f"no bundled repository {name!r}; bundled: {', '.join(known)}")
+    return {
+        str(f.relative_to(root)): f.read_text(encoding="utf-8")
+        for f in sorted(root.rglob("*"))
+        if f.is_file() and not SKIP_PARTS & set(f.parts) and f.suffix != ".pyc"
+    }
+
+
+def git_files(path: str, commit: str) -> dict[str, str]:
+    """Text files of a host checkout at ``commit`` (binary files are skipped)."""
+    data = subprocess.run(
+        ["git", "-C", path, "archive", "--format=tar", commit], capture_output=True, check=True
+    ).stdout
+    out = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                raw = tar.extractfile(member).read()  # type: ignore[union-attr]
+                try:
+                    out[member.name] = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+    return out
+
+
+def build_files(config: SweConfig) -> dict[str, str]:
+    """The buggy repository: snapshot or checkout, plus ``files``, then ``edits``."""
+    if config.repo:
+        files = dict(bundled(config.repo))
+    elif config.git:
+        files = git_files(config.git.path, config.git.commit)
+    else:
+        files = {}
+    files.update(config.files)
+    for edit in config.edits:
+        files[edit.path] = apply_edit(files.get(edit.path, ""), edit)
+    return files
+
+
+def to_tar(files: dict[str, str]) -> bytes:
+    """A tar archive of ``files`` (deterministic: sorted, fixed times and owners)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in sorted(files):
+            data = files[path].encode("utf-8")
+            info = tarfile.TarInfo(path)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+SETUP = (
+    "mkdir -p repo && tar -xf .repo.tar -C repo && rm .repo.tar && cd repo && "
+    "git init -q && git add -A && git -c user.name=agentgym -c user.email=agentgym@sandbox "
+    "commit -qm 'base' --no-gpg-sign && echo ok"
+)
+
+
+def install(sandbox: Sandbox, files: dict[str, str]) -> str:
+    """Unpack ``files`` into ``<workdir>/repo`` as a fresh git repository; return the repo path."""
+    sandbox.write_file(".repo.tar", to_tar(files))
+    result = sandbox.exec(SETUP, timeout=120)
+    if result.stdout.strip() != "ok":
+        raise RuntimeError(f"could not set up the repository: {result.stderr[-1000:]}")
+    return f"{sandbox.workdir}/repo"
