@@ -6,6 +6,8 @@ from pathlib import Path
 
 import agentgym
 import agentgym.envs.clarify
+import agentgym.envs.household
+import agentgym.envs.kbqa
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,5 +28,5 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_docstring_examples():
-    for module in (agentgym, agentgym.envs.clarify):
+    for module in (agentgym, agentgym.envs.clarify, agentgym.envs.household, agentgym.envs.kbqa):
         assert doctest.testmod(module).failed == 0
