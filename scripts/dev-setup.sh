@@ -11,5 +11,5 @@ $PY -m pip install -q -e ".[dev,llm,train,sandbox]"
 
 # System packages and services, one script per concern (docker, chromium ...), run in name order.
 for step in scripts/setup.d/*.sh; do
-    [ -e "$step" ] && bash "$step"
+    if [ -e "$step" ]; then bash "$step"; fi
 done
