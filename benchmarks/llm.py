@@ -27,12 +27,16 @@ from agentgym.testing import ScriptedClient, noop_suite
 console = Console(width=150)
 
 
-def eval_steps_per_s(model: Path, batch: int, concurrency: int, episodes: int, length: int) -> float:
+def eval_steps_per_s(
+    model: Path, batch: int, concurrency: int, episodes: int, length: int
+) -> float:
     client = HFClient(str(model), ClientOptions(max_batch_size=batch))
     config = ChatAgentConfig(max_tokens=16, max_format_errors=0)
     t0 = time.perf_counter()
     result = agentgym.evaluate(
-        noop_suite(episodes, length), lambda env: ChatAgent(client, env, config), concurrency=concurrency
+        noop_suite(episodes, length),
+        lambda env: ChatAgent(client, env, config),
+        concurrency=concurrency,
     )
     elapsed = time.perf_counter() - t0
     steps = sum(len(e.steps) for e in result.new_episodes)
@@ -41,7 +45,9 @@ def eval_steps_per_s(model: Path, batch: int, concurrency: int, episodes: int, l
 
 
 def batching_table(model: Path, episodes: int, length: int) -> Table:
-    table = Table(title=f"eval of a tiny model: {episodes} NoOp episodes x {length} steps, 16 new tokens a step")
+    table = Table(
+        title=f"eval of a tiny model: {episodes} NoOp episodes x {length} steps, 16 new tokens a step"
+    )
     for col in ["concurrency", "unbatched steps/s", "batched steps/s", "batched / unbatched"]:
         table.add_column(col, justify="right")
     for c in (1, 8, 32):
@@ -51,44 +57,58 @@ def batching_table(model: Path, episodes: int, length: int) -> Table:
     return table
 
 
-def serve_table(model: Path, clients: int, per_client: int) -> Table:
+def serve_load(model: Path, batch: int, clients: int, per_client: int) -> tuple[float, list[float]]:
+    """Requests/s and latencies of `agentgym serve` (max batch ``batch``) under concurrent clients."""
     import openai
 
     from agentgym.llm.engine import LocalEngine
     from agentgym.llm.server import ServerThread, create_app
 
-    table = Table(title=f"agentgym serve: {clients} concurrent clients x {per_client} requests, 16 tokens each")
+    server = ServerThread(create_app(LocalEngine(model, max_batch_size=batch), "tiny"))
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        sdk = openai.OpenAI(base_url=server.url, api_key="unused")
+        for j in range(per_client):
+            t = time.perf_counter()
+            sdk.chat.completions.create(
+                model="tiny",
+                max_tokens=16,
+                temperature=0,
+                messages=[{"role": "user", "content": f"client {i} request {j}"}],
+            )
+            with lock:
+                latencies.append(time.perf_counter() - t)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rps = len(latencies) / (time.perf_counter() - t0)
+    server.stop()
+    return rps, latencies
+
+
+def serve_table(model: Path, clients: int, per_client: int) -> Table:
+    title = f"agentgym serve: {clients} concurrent clients x {per_client} requests, 16 tokens each"
+    table = Table(title=title)
     for col in ["max batch", "requests/s", "p50 latency ms", "p95 latency ms", "vs batch 1"]:
         table.add_column(col, justify="right")
     base = None
     for batch in (1, 32):
-        server = ServerThread(create_app(LocalEngine(model, max_batch_size=batch), "tiny"))
-        latencies: list[float] = []
-        lock = threading.Lock()
-
-        def worker(i: int) -> None:
-            sdk = openai.OpenAI(base_url=server.url, api_key="unused")
-            for j in range(per_client):
-                t = time.perf_counter()
-                sdk.chat.completions.create(
-                    model="tiny", max_tokens=16, temperature=0,
-                    messages=[{"role": "user", "content": f"client {i} request {j}"}],
-                )
-                with lock:
-                    latencies.append(time.perf_counter() - t)
-
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        rps = len(latencies) / (time.perf_counter() - t0)
-        server.stop()
+        rps, latencies = serve_load(model, batch, clients, per_client)
         base = base or rps
         q = statistics.quantiles(latencies, n=20)
-        table.add_row(str(batch), f"{rps:,.1f}", f"{statistics.median(latencies) * 1e3:,.0f}",
-                      f"{q[18] * 1e3:,.0f}", f"{rps / base:.1f}x")
+        table.add_row(
+            str(batch),
+            f"{rps:,.1f}",
+            f"{statistics.median(latencies) * 1e3:,.0f}",
+            f"{q[18] * 1e3:,.0f}",
+            f"{rps / base:.1f}x",
+        )
     return table
 
 
@@ -111,7 +131,9 @@ def agent_overhead_table(steps: int) -> Table:
     table = Table(title=f"ChatAgent overhead ({steps} steps, history kept, Clarify observations)")
     for col in ["bare client call µs", "ChatAgent.act µs", "agent overhead µs/step"]:
         table.add_column(col, justify="right")
-    table.add_row(f"{per_call * 1e6:,.0f}", f"{per_act * 1e6:,.0f}", f"{(per_act - per_call) * 1e6:,.0f}")
+    table.add_row(
+        f"{per_call * 1e6:,.0f}", f"{per_act * 1e6:,.0f}", f"{(per_act - per_call) * 1e6:,.0f}"
+    )
     return table
 
 
