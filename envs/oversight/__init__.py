@@ -1,0 +1,1 @@
+"""Oversight games (docstring written below)."""
