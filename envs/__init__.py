@@ -23,6 +23,16 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "Knowledge-base QA over MetaQA with KBQA-R1's actions (joins, merge, order, compare, count)",
     ),
     (
+        "OversightAgent-v0",
+        "agentgym.envs.oversight.seats:OversightAgentEnv",
+        "Oversight game (gridworld), agent seat: play or ask; the human is an embedded partner",
+    ),
+    (
+        "OversightHuman-v0",
+        "agentgym.envs.oversight.seats:OversightHumanEnv",
+        "Oversight game (gridworld), human seat: trust or oversee; the agent is an embedded partner",
+    ),
+    (
         "TauRetail-v0",
         "agentgym.envs.tooluse.env:TauRetailEnv",
         "Customer service with a simulated user: tau2-bench retail tools, policy and tasks",

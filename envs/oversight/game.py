@@ -81,6 +81,8 @@ class Transition:
     unsafe: bool
     task_reward: float
     done: bool
+    goal: bool
+    """The move entered the goal."""
     rewards: dict[str, float]
     team: float
 
@@ -108,10 +110,11 @@ class GridGame:
         executed = {"sigma": proposal, "human": self.human[cell], "blocked": None}[outcome.source]
         nxt = gm.next_cell(cell, executed) if executed else cell
         unsafe = nxt != cell and gm.is_danger(nxt)
-        task = cfg.step_reward * (executed is not None) + cfg.goal_reward * (gm.tile(nxt) == "G")
+        goal = gm.tile(nxt) == "G"
+        task = cfg.step_reward * (executed is not None) + cfg.goal_reward * goal
         asked, oversaw = agent_move == "ask", human_move == "oversee"
         return Transition(
-            proposal, safe, outcome, executed, nxt, unsafe, task, gm.is_terminal(nxt),
+            proposal, safe, outcome, executed, nxt, unsafe, task, gm.is_terminal(nxt), goal,
             step_rewards(cfg.rewards, task, asked, oversaw, unsafe),
             team_reward(cfg.rewards, task, asked, oversaw, unsafe),
         )  # fmt: skip
