@@ -343,5 +343,22 @@ def model_init(
     console.print(f"saved to {out}; use it with --agent hf:{out} or `agentgym serve {out}`")
 
 
+@app.command()
+def view(
+    db: Path,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="0 picks a free port")] = 8765,
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+) -> None:
+    """Browse the runs and trajectories in DB in a web browser (live while an eval writes to it)."""
+    with user_errors():
+        try:
+            from agentgym.viewer import serve as serve_viewer
+        except ImportError as e:
+            raise ValueError(
+                f"agentgym view needs FastAPI and uvicorn: pip install 'agentgym[llm]' ({e})"
+            ) from None
+        serve_viewer(db, host=host, port=port)
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,68 @@
+"""Read-only access to a store file from the viewer's worker threads.
+
+The viewer never writes: each thread keeps its own SQLite connection with ``query_only`` set, so a
+running eval (the single writer, WAL mode) and the viewer never block each other.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+TABLES = ("runs", "episodes", "steps")
+
+
+class StoreReader:
+    """Thread-local read-only connections to one store file, checked once on opening."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(
+                f"no store at {self.path}; make one with `agentgym eval SUITE -a AGENT --db "
+                f"{self.path}`"
+            )
+        self._local = threading.local()
+        self._check_tables()
+
+    def _check_tables(self) -> None:
+        try:
+            names = {r["name"] for r in self.query("select name from sqlite_master")}
+        except sqlite3.DatabaseError as e:
+            raise ValueError(f"{self.path} is not an SQLite store: {e}") from None
+        missing = [t for t in TABLES if t not in names]
+        if missing:
+            raise ValueError(
+                f"{self.path} is not an agentgym store: no table {', '.join(missing)} "
+                f"(expected tables {', '.join(TABLES)})"
+            )
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA query_only=1")
+            conn.execute("PRAGMA busy_timeout=5000")
+            self._local.conn = conn
+        return conn
+
+    def query(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """Rows as dicts (one short read transaction)."""
+        return [dict(r) for r in self.conn.execute(sql, args)]
+
+    def one(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        row = self.conn.execute(sql, args).fetchone()
+        return dict(row) if row is not None else None
+
+    def version(self) -> str:
+        """Changes whenever a run or an episode is written: the live view polls this."""
+        row = self.one(
+            "select (select count(*) from runs) as runs, "
+            "(select coalesce(max(rowid), 0) from episodes) as episodes"
+        )
+        assert row is not None
+        return f"{row['runs']}-{row['episodes']}"

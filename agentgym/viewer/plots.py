@@ -1,0 +1,68 @@
+"""Data behind the viewer's plots: success by tag within a run, and success over training steps.
+
+Both reuse ``agentgym.metrics`` (``summarize_by_tag``, ``wilson_interval``); the browser draws them.
+A run belongs to a training curve when its config has ``train_step`` or its name or agent names a
+step (``.../step-200``, ``ckpt_1000``, ``checkpoint-50``); runs of the same agent with the step
+number taken out, on the same suite, form one curve.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict
+from typing import Any
+
+from agentgym.metrics import summarize_by_tag
+from agentgym.viewer import queries
+from agentgym.viewer.db import StoreReader
+
+_STEP = re.compile(r"(step|ckpt|checkpoint|iter)([-_ =]?)(\d+)", re.IGNORECASE)
+_SUMMARY_COLUMNS = "task_id, success, status, score, steps, prompt_tokens, completion_tokens, cost"
+
+
+def tag_summaries(db: StoreReader, run_id: str) -> list[dict[str, Any]]:
+    """``metrics.summarize_by_tag`` over the run's episodes: all, then one row per tag."""
+    queries.run(db, run_id)  # KeyError for an unknown run
+    rows = db.query(f"select {_SUMMARY_COLUMNS}, tags from episodes where run_id = ?", [run_id])
+    for r in rows:
+        r["tags"] = json.loads(r["tags"] or "[]")
+    return [
+        asdict(s) | {"success_rate": s.success_rate, "ci95": s.interval}
+        for s in summarize_by_tag(rows)
+    ]
+
+
+def train_step(run: dict[str, Any]) -> tuple[int, str] | None:
+    """(step, curve label) of a run evaluated at a training step, else None."""
+    config = run["config"]
+    if isinstance(config.get("train_step"), int):
+        return config["train_step"], f"{run['agent']} on {run['suite']}"
+    for text in (run["agent"], run["name"]):
+        if m := _STEP.search(text):
+            label = text[: m.start()] + m.group(1) + m.group(2) + "*" + text[m.end() :]
+            return int(m.group(3)), f"{label} on {run['suite']}"
+    return None
+
+
+def training_curves(db: StoreReader) -> list[dict[str, Any]]:
+    """One curve per agent family and suite: points (step, success, 95% interval, run id)."""
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for run in queries.runs(db):
+        found = train_step(run)
+        if found is None or not run["episodes"]:
+            continue
+        step, label = found
+        curves.setdefault(label, []).append(
+            {
+                "step": step,
+                "run_id": run["id"],
+                "episodes": run["episodes"],
+                "success_rate": run["success_rate"],
+                "ci95": run["ci95"],
+            }
+        )
+    return [
+        {"label": label, "points": sorted(points, key=lambda p: p["step"])}
+        for label, points in sorted(curves.items())
+    ]
