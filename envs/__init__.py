@@ -57,6 +57,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "agentgym.envs.tooluse.bfcl:BFCLEnv",
         "Single-turn function calling (BFCL v4 simple, multiple, parallel), AST-graded",
     ),
+    (
+        "WebShop-v0",
+        "agentgym.envs.webshop.env:WebShopEnv",
+        "WebShop-compatible web shopping (search, results, options, buy) with WebShop's reward",
+    ),
 ]
 
 
