@@ -62,6 +62,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "agentgym.envs.webshop.env:WebShopEnv",
         "WebShop-compatible web shopping (search, results, options, buy) with WebShop's reward",
     ),
+    (
+        "Social-v0",
+        "agentgym.envs.social.env:SocialEnv",
+        "Sotopia social interaction (one seat, partner embedded); rule or LLM judge on 7 dimensions",
+    ),
 ]
 
 

@@ -1,0 +1,149 @@
+"""Sotopia-style LLM judge: the seven-dimension rubric, one call per evaluation, strict parsing.
+
+The prompt gives the judge both backgrounds (goals and secrets included) and the conversation, and
+asks for one JSON object ``{"agent_1_evaluation": {DIM: [reasoning, score], ...},
+"agent_2_evaluation": {...}}`` as Sotopia's ``EvaluationForTwoAgents`` does. A reply that does not
+parse, misses a dimension or leaves a range is retried; when every try fails the judge raises
+:class:`JudgeError` (recorded as an error on the episode, never a silent score of 0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agentgym.envs.social.config import RELATIONSHIPS, SocialConfig
+from agentgym.envs.social.game import GameState
+from agentgym.envs.social.judge import DIMENSIONS, Evaluation, JudgeError
+from agentgym.envs.social.prompt import transcript
+from agentgym.llm.base import ChatClient, ChatRequest
+
+RUBRIC: dict[str, str] = {
+    "believability": (
+        "Evaluate whether the agent interacts in a natural and realistic manner (is it confused "
+        "about its own identity? does it repeat others' words without reason? is it overly "
+        "polite for the context?) and whether its actions align with its character traits "
+        "(personality, values). Integer score from 0 to 10; higher is more believable."
+    ),
+    "relationship": (
+        "Analyse the relationship the agent had with the other before the interaction and how it "
+        "changed after it: do the interactions preserve or enhance their personal relations "
+        "(family, friendship, romance...) and their social status or reputation? Integer score "
+        "from -5 to 5: positive if the relationship improved, negative if it was harmed, 0 if "
+        "neither."
+    ),
+    "knowledge": (
+        "Assess what information the agent gained through the interaction, whether it is new "
+        "to them and whether it is important to them. Integer score from 0 to 10; higher means "
+        "more new and important knowledge."
+    ),
+    "secret": (
+        "Analyse what secret or secretive intention the agent wants to keep and whether it kept "
+        "it. Integer score from -10 to 0: -10 if it leaked critical secrets or intentions, 0 if "
+        "nothing was revealed."
+    ),
+    "social_rules": (
+        "Evaluate whether the agent violated moral rules or laws in the interaction. Integer "
+        "score from -10 to 0; negative if it violated them."
+    ),
+    "financial_and_material_benefits": (
+        "Evaluate whether the interaction brought the agent financial and material benefits, "
+        "short-term (money, food) or long-term (jobs, stock). Integer score from -5 to 5: "
+        "positive for gains, negative for losses."
+    ),
+    "goal": (
+        "Restate the agent's social goals, then analyse to what extent the agent achieved them. "
+        "Integer score from 0 to 10: 0 is minimal achievement, 10 complete achievement."
+    ),
+}
+"""Sotopia's evaluation rubric, one instruction per dimension (paraphrased from sotopia's
+``SotopiaDimensions`` field descriptions)."""
+
+
+def judge_prompt(config: SocialConfig, state: GameState) -> str:
+    """The full judging prompt for an episode so far."""
+    people = []
+    for seat, agent in enumerate(config.agents):
+        people.append(
+            f"Agent {seat + 1}: {agent.name}\nBackground: {agent.self_description()}\n"
+            f"Social goal: {config.goals[seat]}"
+        )
+    rubric = "\n".join(f"- {dim} ({lo:g}..{hi:g}): {RUBRIC[dim]}" for dim, (lo, hi) in DIMENSIONS.items())
+    example = {dim: ["reasoning ...", int(hi)] for dim, (_, hi) in DIMENSIONS.items()}
+    return "\n\n".join(
+        [
+            f"Scenario: {config.scenario}\nRelationship: {RELATIONSHIPS[config.relationship]}",
+            *people,
+            f"Conversation:\n{transcript(config, state)}",
+            "Based on the interaction so far, evaluate how well each participant achieves their "
+            f"goals, on these dimensions:\n{rubric}",
+            "Reply with one JSON object and nothing else, in this format:\n"
+            + json.dumps({"agent_1_evaluation": example, "agent_2_evaluation": example}),
+        ]
+    )
+
+
+def parse_judgement(text: str) -> list[Evaluation]:
+    """Both agents' evaluations from the judge's reply; ``ValueError`` says what is wrong."""
+    data = _json_object(text)
+    evaluations = []
+    for key in ("agent_1_evaluation", "agent_2_evaluation"):
+        if not isinstance(data.get(key), dict):
+            raise ValueError(f"the reply lacks the object {key!r}")
+        scores, reasons = {}, {}
+        for dim in DIMENSIONS:
+            if dim not in data[key]:
+                raise ValueError(f"{key} lacks the dimension {dim!r}")
+            reasons[dim], scores[dim] = _score(data[key][dim], f"{key}.{dim}")
+        evaluations.append(Evaluation(scores=scores, reasoning=reasons))
+    return evaluations
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.DOTALL)
+    body = fenced.group(1) if fenced else text[text.find("{") : text.rfind("}") + 1]
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the reply is not a JSON object ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError("the reply is not a JSON object")
+    return data
+
+
+def _score(value: Any, where: str) -> tuple[str, float]:
+    """``[reasoning, score]``, ``{"reasoning", "score"}`` or a bare number."""
+    if isinstance(value, list) and len(value) == 2:
+        reasoning, score = value
+    elif isinstance(value, dict) and "score" in value:
+        reasoning, score = value.get("reasoning", ""), value["score"]
+    else:
+        reasoning, score = "", value
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise ValueError(f"{where}: the score {score!r} is not a number")
+    return str(reasoning), float(score)
+
+
+class LLMJudge:
+    """Scores both agents with a chat model through agentgym's LLM layer."""
+
+    def __init__(self, client: ChatClient, max_tries: int = 3, max_tokens: int = 2048) -> None:
+        self.client = client
+        self.max_tries = max_tries
+        self.max_tokens = max_tokens
+
+    def evaluate(self, config: SocialConfig, state: GameState) -> list[Evaluation]:
+        messages = [{"role": "user", "content": judge_prompt(config, state)}]
+        problems = []
+        for _ in range(self.max_tries):
+            reply = self.client.complete(
+                ChatRequest(messages=messages, temperature=0.0, max_tokens=self.max_tokens)
+            ).text
+            try:
+                return parse_judgement(reply)
+            except ValueError as e:  # pydantic's ValidationError is a ValueError too
+                problems.append(str(e).splitlines()[0])
+                messages = [*messages[:1], {"role": "assistant", "content": reply},
+                            {"role": "user", "content": f"That reply is invalid: {problems[-1]}. Reply again with the JSON object only."}]
+        raise JudgeError(f"the LLM judge gave no valid evaluation in {self.max_tries} tries: {problems}")
