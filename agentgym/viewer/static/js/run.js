@@ -105,7 +105,14 @@ function filterControls(tags, go) {
     clearTimeout(timer);
     timer = setTimeout(() => go({ [el.name]: value }), el.type === "search" || el.type === "number" ? 300 : 0);
   };
-  return controls.map((c) => { c.addEventListener("input", apply); return c; });
+  // Text fields apply as one types; selects and checkboxes on change (which every browser and
+  // WebDriver fires for them, unlike input).
+  const typed = (e) => e.target.type === "search" || e.target.type === "number";
+  for (const c of controls) {
+    c.addEventListener("input", (e) => typed(e) && apply(e));
+    c.addEventListener("change", (e) => !typed(e) && apply(e));
+  }
+  return controls;
 }
 
 function syncForm(form, params) {

@@ -3,7 +3,7 @@
 import { api, clear, date, h, hashFor, int, money, successCell } from "./dom.js";
 import { lineChart } from "./plots.js";
 
-const LIVE_S = 60; // a run whose last episode ended this recently is shown as running
+const ACTIVE_S = 15; // a run whose last episode ended this recently is marked active
 
 export function runsView(container) {
   const selected = new Set();
@@ -46,7 +46,7 @@ function runsTable(runs, selected, toggle) {
       h("td", {}, h("input", { type: "checkbox", "aria-label": "select for comparison", checked: selected.has(r.id), onchange: (e) => toggle(r.id, e.target.checked) })),
       h("td", {}, h("a", { href: hashFor("run/" + encodeURIComponent(r.id)), class: "run-link" }, r.name),
         h("div", { class: "muted mono" }, r.id.slice(0, 8)),
-        r.last_at && now - r.last_at < LIVE_S ? h("span", { class: "badge live-badge" }, "running") : null),
+        r.last_at && now - r.last_at < ACTIVE_S ? h("span", { class: "badge live-badge", title: `an episode finished in the last ${ACTIVE_S} s` }, "active") : null),
       h("td", {}, r.suite),
       h("td", { class: "mono" }, r.agent),
       h("td", { class: "success" }, successCell(r.success_rate, r.ci95)),
