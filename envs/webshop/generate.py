@@ -13,7 +13,8 @@ Goals follow WebShop's two goal builders (``web_agent_site/engine/goal.py``):
 Both get WebShop's price limit (:func:`~agentgym.envs.webshop.goals.price_limit`). Goals that
 WebShop's text mode cannot satisfy are left out: two wanted values that one radio button
 stands for (a value offered by two options of a product, e.g. ``black`` frame and ``black`` lens:
-WebShop keeps one clickable per value). Test: 250 goals of each kind; train: the rest.
+WebShop keeps one clickable per value), and repeated instruction texts (3 WebShop instructions
+are shared by several records; the first is kept). Test: 250 goals of each kind; train: the rest.
 """
 
 from __future__ import annotations
@@ -101,10 +102,15 @@ def to_tasks(goals: Sequence[dict[str, Any]], split: str) -> list[Task]:
     ]
 
 
+def _unique(goals: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first goal of each instruction text (a few WebShop records share one instruction)."""
+    return list({g["instruction"]: g for g in reversed(list(goals))}.values())[::-1]
+
+
 def split_goals(data: Path, catalog: Catalog, seed: int) -> dict[str, list[Task]]:
     """Shuffle each kind of goal, take :data:`TEST_PER_KIND` of each for test, the rest train."""
     rng = random.Random(seed)
-    kinds = [list(human_goals(data, catalog, rng)), list(synthetic_goals(catalog, rng))]
+    kinds = [_unique(human_goals(data, catalog, rng)), _unique(synthetic_goals(catalog, rng))]
     test: list[dict[str, Any]] = []
     train: list[dict[str, Any]] = []
     for goals in kinds:

@@ -62,17 +62,21 @@ def type_reward(purchased: Purchasable, goal: Purchasable) -> dict[str, Any]:
     desired = goal.title_nouns
     common = len(set(purchased.title_nouns) & set(desired))
     title_score = 0.2 if not desired else common / len(desired)
-    r_type = 1.0 if (query_match or category_match or title_score > 0.2) else 0.5
-    if title_score < 0.1:
-        r_type = 0.1
-    if title_score == 0.0:
-        r_type = 0.0
     return {
-        "r_type": r_type,
+        "r_type": r_type_rule(query_match, category_match, title_score),
         "query_match": query_match,
         "category_match": category_match,
         "title_score": title_score,
     }
+
+
+def r_type_rule(query_match: bool, category_match: bool, title_score: float) -> float:
+    """1.0 if any signal matches (title: over 20% of nouns), else 0.5; 0.1 under 10%; 0 at 0."""
+    if title_score == 0.0:
+        return 0.0
+    if title_score < 0.1:
+        return 0.1
+    return 1.0 if (query_match or category_match or title_score > 0.2) else 0.5
 
 
 def _in_text(value: str, product: Purchasable) -> bool:
