@@ -95,3 +95,17 @@ def team_optimum(game: FiniteGame) -> JointPlan:
         values[t][game.terminal] = 0.0
         moves[t] = np.stack([best // 2, best % 2], axis=1)
     return JointPlan(moves, float(values[0][game.start]))
+
+
+def occupancy(game: FiniteGame, agent: FloatArray, human: FloatArray) -> FloatArray:
+    """Expected number of decisions taken in each state per episode (exact forward pass)."""
+    joint = agent[:, :, None] * human[:, None, :]
+    dist = np.zeros(game.n_states)
+    dist[game.start] = 1.0
+    visits = np.zeros(game.n_states)
+    for _ in range(game.horizon):
+        dist = np.where(game.terminal, 0.0, dist)
+        visits += dist
+        flow = dist[:, None, None] * joint * ~game.done
+        dist = np.bincount(game.next_state.ravel(), weights=flow.ravel(), minlength=game.n_states)
+    return visits
