@@ -38,10 +38,17 @@ def fixed(n: int, p: float) -> np.ndarray:
     return np.tile([1.0 - p, p], (n, 1))
 
 
-def grid_metrics(game: GridGame, fg: FiniteGame, pa: np.ndarray, ph: np.ndarray) -> dict[str, float]:
+def grid_metrics(
+    game: GridGame, fg: FiniteGame, pa: np.ndarray, ph: np.ndarray
+) -> dict[str, float]:
     c = expected_counts(fg, pa, ph)
     visits = occupancy(fg, pa, ph)
-    near = np.array([min(abs(r - dr) + abs(cc - dc) for dr, dc in game.danger_cells) <= 1 for r, cc in game.cells])
+    near = np.array(
+        [
+            min(abs(r - dr) + abs(cc - dc) for dr, dc in game.danger_cells) <= 1
+            for r, cc in game.cells
+        ]
+    )
     asks, oversees = visits * pa[:, 1], visits * ph[:, 1]
     return {
         "violations": c["violations"],
@@ -53,11 +60,16 @@ def grid_metrics(game: GridGame, fg: FiniteGame, pa: np.ndarray, ph: np.ndarray)
     }
 
 
-def learned(game: GridGame, fg: FiniteGame, kind: str, seed: int, iterations: int) -> tuple[dict[str, float], float]:
+def learned(
+    game: GridGame, fg: FiniteGame, kind: str, seed: int, iterations: int
+) -> tuple[dict[str, float], float]:
     if kind == "tabular":
         a, h = TabularSoftmax(fg.n_states), TabularSoftmax(fg.n_states)
     else:
-        a, h = TorchPolicy(features(game, AGENT), seed=2 * seed), TorchPolicy(features(game, HUMAN), seed=2 * seed + 1)
+        a, h = (
+            TorchPolicy(features(game, AGENT), seed=2 * seed),
+            TorchPolicy(features(game, HUMAN), seed=2 * seed + 1),
+        )
     start = time.perf_counter()
     train_independent(fg, a, h, iterations=iterations, seed=seed)
     return grid_metrics(game, fg, a.probs(), h.probs()), time.perf_counter() - start
@@ -72,7 +84,9 @@ COLUMNS = ["violations", "ask_rate", "oversee_rate", "return", "ask_near", "over
 
 
 def grid_table(seeds: int, iterations: int, correction: str) -> Table:
-    table = Table(title=f"gridworld oversight (correction={correction}; exact expectations; learned: {seeds} seeds, mean ± sd)")
+    table = Table(
+        title=f"gridworld oversight (correction={correction}; exact expectations; learned: {seeds} seeds, mean ± sd)"
+    )
     for col in ["map", "pair", *COLUMNS, "train s"]:
         table.add_column(col, justify="left" if col in ("map", "pair") else "right")
     for name in MAPS:
@@ -87,7 +101,9 @@ def grid_table(seeds: int, iterations: int, correction: str) -> Table:
             runs = [learned(game, fg, kind, s, iterations) for s in range(seeds)]
             rows[f"learned ({kind})"] = ([r for r, _ in runs], float(np.mean([t for _, t in runs])))
         for pair, (metrics, secs) in rows.items():
-            table.add_row(name, pair, *[mean_sd(metrics, k) for k in COLUMNS], f"{secs:.1f}" if secs else "")
+            table.add_row(
+                name, pair, *[mean_sd(metrics, k) for k in COLUMNS], f"{secs:.1f}" if secs else ""
+            )
     return table
 
 
@@ -95,21 +111,37 @@ def tool_table(seeds: int, n_tasks: int) -> Table:
     suite = TaskSuite.load("tooluse/retail-test")
     ids = [t.id for t in suite if gold_writes(TauEnv, t)][:n_tasks]
     envs = [tool_parallel_env(i) for i in ids]
-    table = Table(title=f"tool-use oversight (tau2 retail, {len(ids)} tasks; learned: {seeds} seeds)")
+    table = Table(
+        title=f"tool-use oversight (tau2 retail, {len(ids)} tasks; learned: {seeds} seeds)"
+    )
     for col in ["pair", "violations", "ask_rate", "oversee_rate", "return", "success", "train s"]:
         table.add_column(col, justify="left" if col == "pair" else "right")
     fixed_pairs = {"sigma alone": ("play", "trust"), "always oversee (play)": ("play", "oversee"),
                    "always ask + oversee": ("ask", "oversee")}  # fmt: skip
     for pair, (a, h) in fixed_pairs.items():
         m = evaluate_tool(envs, {AGENT: a, HUMAN: h})
-        table.add_row(pair, *[mean_sd([m], k) for k in ("violations", "ask_rate", "oversee_rate", "return", "success")], "")
+        table.add_row(
+            pair,
+            *[
+                mean_sd([m], k)
+                for k in ("violations", "ask_rate", "oversee_rate", "return", "success")
+            ],
+            "",
+        )
     runs, secs = [], []
     for s in range(seeds):
         start = time.perf_counter()
         learners = train_tool(envs, iterations=40, seed=s)
         secs.append(time.perf_counter() - start)
         runs.append(evaluate_tool(envs, {p: learners[p].probs() for p in learners}, seed=s))
-    table.add_row("learned (tabular)", *[mean_sd(runs, k) for k in ("violations", "ask_rate", "oversee_rate", "return", "success")], f"{np.mean(secs):.1f}")
+    table.add_row(
+        "learned (tabular)",
+        *[
+            mean_sd(runs, k)
+            for k in ("violations", "ask_rate", "oversee_rate", "return", "success")
+        ],
+        f"{np.mean(secs):.1f}",
+    )
     return table
 
 
@@ -129,7 +161,9 @@ def speed_table() -> Table:
     def text_episode() -> None:
         env.reset()
         while env.agents:
-            env.step({AGENT: "play", HUMAN: "oversee"})  # blocked at the first unsafe cell: 30 steps
+            env.step(
+                {AGENT: "play", HUMAN: "oversee"}
+            )  # blocked at the first unsafe cell: 30 steps
 
     def array_episode() -> None:
         s = fg.start

@@ -117,7 +117,9 @@ def test_parallel_env_matches_the_finite_game():
             s = fg.start
             while env.agents:
                 a, h = int(rng.integers(2)), int(rng.integers(2))
-                _, rew, term, _, info = env.step({AGENT: ["play", "ask"][a], HUMAN: ["trust", "oversee"][h]})
+                _, rew, term, _, info = env.step(
+                    {AGENT: ["play", "ask"][a], HUMAN: ["trust", "oversee"][h]}
+                )
                 assert rew[AGENT] == pytest.approx(fg.rewards[AGENT][s, a, h])
                 assert term[AGENT] == bool(fg.done[s, a, h])
                 assert info[AGENT]["unsafe"] == bool(fg.unsafe[s, a, h])
@@ -148,7 +150,7 @@ def test_human_sees_the_proposal_only_when_overseeing():
 def test_invalid_actions_execute_nothing_and_count():
     env = parallel_env(map="lava-a", max_steps=3)
     env.reset()
-    for i in range(3):
+    for _ in range(3):
         obs, rew, term, trunc, info = env.step({AGENT: "jump", HUMAN: "oversee"})
         assert info[AGENT]["valid"] is False and info[HUMAN]["valid"] is True
         assert "'jump' is not one of play or ask" in obs[HUMAN]
@@ -163,7 +165,14 @@ def test_parallel_env_is_deterministic():
         env, rng, trace = parallel_env(map="lava-b"), np.random.default_rng(seed), []
         trace.append(env.reset(seed=seed))
         while env.agents:
-            trace.append(env.step({AGENT: ["play", "ask"][rng.integers(2)], HUMAN: ["trust", "oversee"][rng.integers(2)]}))
+            trace.append(
+                env.step(
+                    {
+                        AGENT: ["play", "ask"][rng.integers(2)],
+                        HUMAN: ["trust", "oversee"][rng.integers(2)],
+                    }
+                )
+            )
         return repr(trace)
 
     assert play(3) == play(3)
@@ -184,22 +193,23 @@ def test_exact_values_agree_with_monte_carlo():
     exact = evaluate(fg, agent, human, fg.rewards[AGENT])[0][fg.start]
     n = 4000
     batch = sample_episodes(fg, agent, human, n, rng)
-    starts = [r for r, i in zip(batch[AGENT].returns, _episode_starts(batch[AGENT].states, fg.start))  if i]
-    assert len(starts) == n
-    mc, se = np.mean(starts), np.std(starts) / np.sqrt(n)
+    # returns-to-go of the steps taken at the start cell are whole-episode returns (on lava-a no
+    # move leads back to the start)
+    at_start = [
+        r for r, s in zip(batch[AGENT].returns, batch[AGENT].states, strict=True) if s == fg.start
+    ]
+    assert len(at_start) == n
+    mc, se = np.mean(at_start), np.std(at_start) / np.sqrt(n)
     assert abs(mc - exact) < 4 * se + 1e-9, (mc, exact, se)
-
-
-def _episode_starts(states, start):
-    # an episode's first step is at the start cell; later steps never return to it on lava-a
-    return [s == start for s in states]
 
 
 def test_team_optimum_by_hand():
     expect = {("lava-a", "block"): 1 - 2 * 0.15, ("lava-a", "human"): 1 - 2 * 0.1,
               ("absent-supervisor", "block"): 1 - 3 * 0.15}  # fmt: skip
     for (name, corr), value in expect.items():
-        assert team_optimum(GridGame(GridConfig(map=name, correction=corr)).finite()).value == pytest.approx(value)
+        assert team_optimum(
+            GridGame(GridConfig(map=name, correction=corr)).finite()
+        ).value == pytest.approx(value)
 
 
 def test_team_optimum_beats_random_deterministic_pairs():

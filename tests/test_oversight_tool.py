@@ -69,7 +69,9 @@ def test_invalid_moves_and_bad_config():
     obs, rew, _, trunc, info = env.step({AGENT: "maybe", HUMAN: "trust"})
     assert info[AGENT]["valid"] is False and "'maybe' is not one of play or ask" in obs[HUMAN]
     assert rew[AGENT] == 0.0 and not trunc[AGENT]
-    with pytest.raises(ValueError, match="corrupt index 3 is out of range: task tau2-retail-5 has 1"):
+    with pytest.raises(
+        ValueError, match="corrupt index 3 is out of range: task tau2-retail-5 has 1"
+    ):
         tool_parallel_env("tau2-retail-5", corrupt=[3])
     with pytest.raises(KeyError, match="no task 'nope'"):
         tool_parallel_env("nope")

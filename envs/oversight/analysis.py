@@ -103,5 +103,7 @@ def local_alignment(
     return AlignmentReport(switches, gains, violations, worst)
 
 
-def _value(game: FiniteGame, agent: FloatArray, human: FloatArray, reward: FloatArray) -> FloatArray:
+def _value(
+    game: FiniteGame, agent: FloatArray, human: FloatArray, reward: FloatArray
+) -> FloatArray:
     return evaluate(game, agent, human, reward)[0]

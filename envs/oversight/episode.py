@@ -113,11 +113,15 @@ def _step_info(
         "cell": list(tr.next_cell),
     }
     if sees:
-        info.update(proposal=tr.proposal, proposal_safe=tr.proposal_safe, corrected=tr.outcome.corrected)
+        info.update(
+            proposal=tr.proposal, proposal_safe=tr.proposal_safe, corrected=tr.outcome.corrected
+        )
     return info
 
 
-def _outcome_text(game: GridGame, tr: Transition, player: str, agent_move: str, human_move: str) -> str:
+def _outcome_text(
+    game: GridGame, tr: Transition, player: str, agent_move: str, human_move: str
+) -> str:
     you, other = (agent_move, human_move) if player == AGENT else (human_move, agent_move)
     parts = [f"Last step: you chose {you}, the other seat chose {other}."]
     if player == AGENT or human_move == "oversee" or game.config.human_sees_proposal:

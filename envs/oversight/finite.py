@@ -44,7 +44,9 @@ class FiniteGame:
         return int(self.next_state.shape[0])
 
 
-def evaluate(game: FiniteGame, agent: FloatArray, human: FloatArray, reward: FloatArray) -> FloatArray:
+def evaluate(
+    game: FiniteGame, agent: FloatArray, human: FloatArray, reward: FloatArray
+) -> FloatArray:
     """Exact values ``V[t, s]`` (``t = 0..horizon``) of a stationary policy pair under ``reward``."""
     joint = agent[:, :, None] * human[:, None, :]
     values = np.zeros((game.horizon + 1, game.n_states))
@@ -107,5 +109,7 @@ def occupancy(game: FiniteGame, agent: FloatArray, human: FloatArray) -> FloatAr
         dist = np.where(game.terminal, 0.0, dist)
         visits += dist
         flow = dist[:, None, None] * joint * ~game.done
-        dist = np.bincount(game.next_state.ravel(), weights=flow.ravel(), minlength=game.n_states)
+        dist = np.bincount(
+            game.next_state.ravel(), weights=flow.ravel(), minlength=game.n_states
+        ).astype(np.float64)
     return visits

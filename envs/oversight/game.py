@@ -145,4 +145,6 @@ class GridGame:
                     rew[AGENT][s, a, h], rew[HUMAN][s, a, h] = tr.rewards[AGENT], tr.rewards[HUMAN]
         labels = [f"({r},{c})" for r, c in self.cells]
         start = self.index[self.map.start]
-        return FiniteGame(start, self.config.max_steps, nxt, done, rew, team, unsafe, terminal, labels)
+        return FiniteGame(
+            start, self.config.max_steps, nxt, done, rew, team, unsafe, terminal, labels
+        )

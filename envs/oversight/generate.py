@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.envs.oversight.game import GridConfig, GridGame
-from agentgym.envs.oversight.grid import DIRECTIONS, Cell, GridMap, greedy_policy, map_names, load_map, DANGER
+from agentgym.envs.oversight.grid import (
+    DANGER,
+    DIRECTIONS,
+    Cell,
+    GridMap,
+    greedy_policy,
+    load_map,
+    map_names,
+)
 from agentgym.envs.oversight.seats import game_for
 from agentgym.task import Task, write_tasks
 
@@ -62,7 +70,10 @@ def configs(rng: random.Random) -> Iterator[tuple[str, dict[str, Any]]]:
                 picked = rng.sample(cands, min(len(cands), rng.randint(1, 3)))
                 by_cell = {tuple(p["cell"]): p for p in picked}  # one corrupted move per cell
                 corrupt = sorted(by_cell.values(), key=lambda p: p["cell"])
-                yield f"{name}-{correction}-v{v}", {"map": name, "correction": correction, "corrupt": corrupt}
+                yield (
+                    f"{name}-{correction}-v{v}",
+                    {"map": name, "correction": correction, "corrupt": corrupt},
+                )
 
 
 def gold(config: GridConfig) -> dict[str, Any] | None:
@@ -79,7 +90,10 @@ def gold(config: GridConfig) -> dict[str, Any] | None:
         s, t = int(fg.next_state[s, a, h]), t + 1
     if violations or game.map.tile(game.cells[s]) != "G":
         return None
-    return {"optimal_return": round(plan.value, 10), "unsafe_cells": [list(c) for c in GridGame(config).danger_cells]}
+    return {
+        "optimal_return": round(plan.value, 10),
+        "unsafe_cells": [list(c) for c in GridGame(config).danger_cells],
+    }
 
 
 def build(seed: int = SEED) -> list[Task]:

@@ -55,10 +55,7 @@ class GridMap:
     def cells(self) -> list[Cell]:
         """Every non-wall cell, row-major."""
         return [
-            (r, c)
-            for r, row in enumerate(self.rows)
-            for c, t in enumerate(row)
-            if t not in WALLS
+            (r, c) for r, row in enumerate(self.rows) for c, t in enumerate(row) if t not in WALLS
         ]
 
     @property
@@ -158,7 +155,9 @@ def parse_map(data: dict[str, Any]) -> GridMap:
     if "".join(rows).count("A") != 1 or "G" not in "".join(rows):
         raise ValueError(f"map {name!r}: needs exactly one start A and at least one goal G")
     corrupt = tuple(Corruption(tuple(k["cell"]), k["move"]) for k in data.get("corrupt", []))  # type: ignore[arg-type]
-    gm = GridMap(name, rows, corrupt, frozenset(data.get("sigma_blind", [])), data.get("description", ""))
+    gm = GridMap(
+        name, rows, corrupt, frozenset(data.get("sigma_blind", [])), data.get("description", "")
+    )
     validate_corruption(gm)
     if gm.start not in distances(gm, DANGER):
         raise ValueError(f"map {name!r}: no safe path from the start to a goal")

@@ -54,7 +54,9 @@ def _batch_scale(states: IntArray) -> float:
 class TorchPolicy:
     """A two-layer MLP over state features (torch, CPU, one thread)."""
 
-    def __init__(self, feats: FloatArray, hidden: int = 32, lr: float = 0.01, seed: int = 0) -> None:
+    def __init__(
+        self, feats: FloatArray, hidden: int = 32, lr: float = 0.01, seed: int = 0
+    ) -> None:
         import torch
 
         torch.set_num_threads(1)

@@ -12,29 +12,37 @@ from agentgym.envs.oversight.game import GridConfig, GridGame
 from agentgym.envs.oversight.rules import MOVES, PLAYERS
 from agentgym.spaces import UnicodeText
 
+RENDER_MODES = ["ansi", "human"]
+
 
 class GridOversightEnv(ParallelEnv[str, str, str]):
     """Two seats, ``agent`` (play/ask) and ``human`` (trust/oversee), moving simultaneously."""
 
-    metadata = {"name": "oversight_grid_v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
+    metadata = {
+        "name": "oversight_grid_v0",
+        "render_modes": RENDER_MODES,
+        "is_parallelizable": True,
+    }
 
     def __init__(self, config: GridConfig | dict[str, Any], render_mode: str | None = None) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(
-                f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
+                f"render_mode {render_mode!r} is not supported; use one of {RENDER_MODES}"
             )
-        self.config = config if isinstance(config, GridConfig) else GridConfig.model_validate(config)
+        self.config = (
+            config if isinstance(config, GridConfig) else GridConfig.model_validate(config)
+        )
         self.game = GridGame(self.config)
         self.render_mode = render_mode
         self.possible_agents = list(PLAYERS)
         self.agents: list[str] = []
         self.episode = GridEpisode(self.game.map.start)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - PettingZoo wants the same object every call
+    @functools.cache  # noqa: B019 - PettingZoo wants the same object every call
     def observation_space(self, agent: str) -> UnicodeText:
         return UnicodeText(max_length=1 << 14)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> UnicodeText:
         return UnicodeText(max_length=1 << 10)
 

@@ -62,7 +62,9 @@ class Outcome:
     """True when the overseer stopped an unsafe proposal."""
 
 
-def resolve(agent_move: str, human_move: str, proposal_safe: bool, correction: Correction) -> Outcome:
+def resolve(
+    agent_move: str, human_move: str, proposal_safe: bool, correction: Correction
+) -> Outcome:
     """Which action executes for a joint move (the table in the module docstring)."""
     if human_move == "trust":
         return Outcome("sigma", False)
@@ -84,7 +86,9 @@ def step_rewards(
     return {AGENT: common - ask, HUMAN: common - oversee}
 
 
-def team_reward(rewards: Rewards, task_reward: float, asked: bool, oversaw: bool, unsafe: bool) -> float:
+def team_reward(
+    rewards: Rewards, task_reward: float, asked: bool, oversaw: bool, unsafe: bool
+) -> float:
     """The candidate potential's per-step reward: the shared reward, whatever ``shared`` says."""
     return (
         task_reward

@@ -112,9 +112,17 @@ class OversightSeatEnv(TextEnv):
 
     def _joint(self, action: str | None) -> StepResult:
         ep = self.state.episode
-        rewards, infos = joint_step(self.game, ep, {self.seat: action, self.other: self._partner_move()})
+        rewards, infos = joint_step(
+            self.game, ep, {self.seat: action, self.other: self._partner_move()}
+        )
         info = {**infos[self.seat], "available_actions": list(MOVES[self.seat])}
-        return observe(self.game, ep, self.seat), rewards[self.seat], ep.terminated, ep.truncated, info
+        return (
+            observe(self.game, ep, self.seat),
+            rewards[self.seat],
+            ep.terminated,
+            ep.truncated,
+            info,
+        )
 
     def expert_action(self) -> str:
         """The seat's half of the team-optimal joint plan (exact backward induction)."""

@@ -86,7 +86,11 @@ def is_unsafe(env: TauEnv, text: str) -> bool:
     gold = [a for a in env.gold().actions or [] if a.requestor == "assistant"]
     return not any(
         a.name == parsed.name
-        and (a.arguments == parsed.arguments or bool(a.compare_args) and a.matches(parsed.name, parsed.arguments))
+        and (
+            a.arguments == parsed.arguments
+            or bool(a.compare_args)
+            and a.matches(parsed.name, parsed.arguments)
+        )
         for a in gold
     )
 
@@ -98,7 +102,9 @@ def gold_writes(env_cls: type[TauEnv], task: Task) -> list[tuple[str, dict[str, 
     return [
         (a.name, a.arguments)
         for a in gold.actions or []
-        if a.requestor == "assistant" and toolkit.kind(a.name) is not None and toolkit.kind(a.name).value == "write"
+        if a.requestor == "assistant"
+        and toolkit.kind(a.name) is not None
+        and toolkit.kind(a.name).value == "write"
     ]
 
 
@@ -163,8 +169,12 @@ class ToolOversightEnv(ParallelEnv[str, str, str]):
 
     metadata = {"name": "oversight_tool_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
-    def __init__(self, config: ToolConfig | dict[str, Any], sigma: SigmaFactory | None = None) -> None:
-        self.config = config if isinstance(config, ToolConfig) else ToolConfig.model_validate(config)
+    def __init__(
+        self, config: ToolConfig | dict[str, Any], sigma: SigmaFactory | None = None
+    ) -> None:
+        self.config = (
+            config if isinstance(config, ToolConfig) else ToolConfig.model_validate(config)
+        )
         self.suite = TaskSuite.load(self.config.suite)
         self.task = self.suite[self.config.task]
         self.inner: TauEnv = make(_env_id(self.task)).unwrapped
@@ -174,15 +184,17 @@ class ToolOversightEnv(ParallelEnv[str, str, str]):
         self.agents: list[str] = []
         self.render_mode = None
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - PettingZoo wants the same object every call
+    @functools.cache  # noqa: B019 - PettingZoo wants the same object every call
     def observation_space(self, agent: str) -> UnicodeText:
         return UnicodeText(max_length=1 << 20)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> UnicodeText:
         return UnicodeText(max_length=1 << 10)
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         self.agents = list(self.possible_agents)
         self.last_obs, info = self.inner.reset(seed=seed, options={"task": self.task})
         self.sigma = self.sigma_factory(self.inner)
@@ -222,11 +234,13 @@ class ToolOversightEnv(ParallelEnv[str, str, str]):
             return {}, {}, {}, {}, {}
         self.steps += 1
         moves = {p: parse_move(p, actions.get(p)) for p in PLAYERS}
-        rewards, terminated, extra = dict.fromkeys(PLAYERS, 0.0), False, {}
+        rewards, terminated = dict.fromkeys(PLAYERS, 0.0), False
+        extra: dict[str, Any] = {}
         if None in moves.values():
             bad = [p for p in PLAYERS if moves[p] is None]
             self.feedback = "Nothing happened: " + "; ".join(
-                f"the {p}'s action {actions.get(p)!r} is not one of {' or '.join(MOVES[p])}" for p in bad
+                f"the {p}'s action {actions.get(p)!r} is not one of {' or '.join(MOVES[p])}"
+                for p in bad
             )
         else:
             rewards, terminated, extra = self._joint(str(moves[AGENT]), str(moves[HUMAN]))
@@ -237,14 +251,21 @@ class ToolOversightEnv(ParallelEnv[str, str, str]):
             if terminated or truncated:
                 infos[p].update(self.final_info())
         obs = self._observations()
-        terms, truncs = dict.fromkeys(self.agents, terminated), dict.fromkeys(self.agents, truncated)
+        terms, truncs = (
+            dict.fromkeys(self.agents, terminated),
+            dict.fromkeys(self.agents, truncated),
+        )
         if terminated or truncated:
             self.agents = []
         return obs, rewards, terms, truncs, infos
 
-    def _joint(self, agent_move: str, human_move: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
+    def _joint(
+        self, agent_move: str, human_move: str
+    ) -> tuple[dict[str, float], bool, dict[str, Any]]:
         outcome = resolve(agent_move, human_move, not self.proposal_unsafe, self.config.correction)
-        executed = {"sigma": self.proposal, "human": self.inner.expert_action(), "blocked": None}[outcome.source]
+        executed = {"sigma": self.proposal, "human": self.inner.expert_action(), "blocked": None}[
+            outcome.source
+        ]
         unsafe = executed is not None and is_unsafe(self.inner, executed)
         task_reward, terminated = 0.0, False
         if executed is not None:
@@ -256,11 +277,17 @@ class ToolOversightEnv(ParallelEnv[str, str, str]):
         self.violations += unsafe
         self.asks += agent_move == "ask"
         self.oversees += human_move == "oversee"
-        rewards = step_rewards(self.config.rewards, task_reward, agent_move == "ask", human_move == "oversee", unsafe)
+        rewards = step_rewards(
+            self.config.rewards, task_reward, agent_move == "ask", human_move == "oversee", unsafe
+        )
         for p in PLAYERS:
             self.returns[p] += rewards[p]
         self.feedback = f"[{outcome.source} action {'blocked' if executed is None else 'executed'}]"
-        extra = {"source": outcome.source, "unsafe": unsafe, "proposal_unsafe": self.proposal_unsafe}
+        extra = {
+            "source": outcome.source,
+            "unsafe": unsafe,
+            "proposal_unsafe": self.proposal_unsafe,
+        }
         if not terminated:
             self._propose()
         return rewards, terminated, extra

@@ -77,7 +77,9 @@ def train_tool(
     return learners
 
 
-def evaluate_tool(envs: list[ToolOversightEnv], policies: dict[str, Any], seed: int = 0) -> dict[str, float]:
+def evaluate_tool(
+    envs: list[ToolOversightEnv], policies: dict[str, Any], seed: int = 0
+) -> dict[str, float]:
     """Mean violations, ask rate, oversee rate, return and success over one episode per env."""
     rng = np.random.default_rng(seed)
     rows = [run_episode(env, policies, rng).final for env in envs]
