@@ -128,7 +128,7 @@ class DockerProvider:
         """
         api = self.client.api
         name = f"agentgym-{uuid.uuid4().hex[:12]}"
-        cid = api.create_container(name=name, **self.container_spec(command))["Id"]
+        cid = retry(lambda: api.create_container(name=name, **self.container_spec(command))["Id"])
         try:
             sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             api.start(cid)

@@ -65,7 +65,7 @@ def build(
 ) -> str:
     """Build (or reuse) the base, then the code layer as ``tag``; return the image id."""
     base = base_tag(offline)
-    if rebuild_base or not _has_image(client, base):
+    if rebuild_base or not has_image(client, base):
         if offline:
             build_base_offline(client, base, mirror, log)
         else:
@@ -140,13 +140,14 @@ def build_code_layer(client: Any, base: str, tag: str, log: Log) -> str:
 
 def image_status(client: Any, tag: str = IMAGE) -> str:
     """``missing``, ``stale`` (code changed since the build) or ``current``."""
-    if not _has_image(client, tag):
+    if not has_image(client, tag):
         return "missing"
     labels = client.images.get(tag).labels or {}
     return "current" if labels.get(CODE_LABEL) == code_hash() else "stale"
 
 
-def _has_image(client: Any, tag: str) -> bool:
+def has_image(client: Any, tag: str = IMAGE) -> bool:
+    """Whether the engine holds ``tag``."""
     import docker.errors
 
     try:

@@ -76,6 +76,7 @@ class LocalProvider:
         self._etc = Path(tempfile.mkdtemp(prefix="agentgym-bwrap-etc-"))
         self._write_etc()
         self.live: dict[str, ServerSandbox] = {}
+        self._procs: dict[str, ProcessChannel] = {}
         self._lock = threading.Lock()
         atexit.register(self.close_all)
 
@@ -112,6 +113,34 @@ class LocalProvider:
         argv += ["--setenv", "PATH", f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"]
         argv += ["--chdir", cfg.workdir, "--"]
         return argv + command
+
+    def spawn(self, command: list[str]) -> tuple[ProcessChannel, str]:
+        """Run ``command`` in a fresh sandbox that can import this Python's packages (read-only).
+
+        The env worker uses this: every ``sys.path`` folder and agentgym's package folders are
+        mounted read-only at their own paths (an editable checkout becomes visible, read-only).
+        """
+        if not self.isolated:
+            raise SandboxError("bubblewrap is unavailable: refusing to run an env worker unisolated")
+        from agentgym.sandbox.code import package_dirs
+
+        paths = [p for p in sys.path if p and os.path.isdir(p)]
+        mounts = {os.path.realpath(p) for p in paths} | {str(d) for d in package_dirs().values()}
+        binds = [a for p in sorted(mounts) if not _under_system(p) for a in ("--ro-bind", p, p)]
+        argv = self.bwrap_argv(command)
+        at = argv.index("--chdir")
+        argv[at:at] = [*binds, "--setenv", "PYTHONPATH", os.pathsep.join(paths)]
+        channel = ProcessChannel(argv)
+        handle = str(channel.proc.pid)
+        self._procs[handle] = channel
+        return channel, handle
+
+    def remove(self, handle: str) -> None:
+        """Kill a sandbox started by :meth:`spawn` (idempotent)."""
+        channel = self._procs.pop(handle, None)
+        if channel is not None:
+            channel.close()
+            _kill(channel)
 
     def create(self) -> ServerSandbox:
         """Start a sandbox (bubblewrap, or the unsafe fallback) and wait for its server."""
@@ -151,11 +180,7 @@ class LocalProvider:
         channel = sandbox.channel
         sandbox.shutdown_channel()
         if isinstance(channel, ProcessChannel):
-            try:
-                os.killpg(channel.proc.pid, 9)
-            except ProcessLookupError:
-                pass
-            channel.proc.wait()
+            _kill(channel)
         scratch = getattr(sandbox, "scratch", None)
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -166,14 +191,25 @@ class LocalProvider:
             boxes = list(self.live.values())
         for sb in boxes:
             self.destroy(sb)
+        for handle in list(self._procs):
+            self.remove(handle)
         shutil.rmtree(self._etc, ignore_errors=True)
+
+
+def _kill(channel: ProcessChannel) -> None:
+    try:
+        os.killpg(channel.proc.pid, 9)
+    except ProcessLookupError:
+        pass
+    channel.proc.wait()
+
+
+def _under_system(path: str) -> bool:
+    real = os.path.realpath(path)
+    return any(real == s or real.startswith(s + "/") for s in SYSTEM_DIRS)
 
 
 def python_dirs() -> list[str]:
     """This interpreter's installation folders, outside the system folders already mounted."""
     dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
-    out = []
-    for d in sorted(dirs):
-        if not any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS):
-            out.append(d)
-    return out
+    return [d for d in sorted(dirs) if not _under_system(d)]

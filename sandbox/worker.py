@@ -53,6 +53,7 @@ class Worker:
             "protocol": PROTOCOL_VERSION,
             "system_prompt": getattr(env, "system_prompt", ""),
             "env_class": f"{type(env).__module__}:{type(env).__qualname__}",
+            "suite": env.suite_name if isinstance(getattr(env, "suite_name", None), str) else None,
         }
 
     def op_reset(self, req: dict[str, Any]) -> dict[str, Any]:

@@ -59,12 +59,12 @@ def shared_pool(provider: str, config: SandboxConfig) -> SandboxPool:
 
 
 def auto_provider() -> str:
-    """docker when the engine and a current image are there, else bubblewrap."""
+    """docker when the engine and the sandbox image are there, else bubblewrap."""
     try:
         from agentgym.sandbox.docker_provider import docker_client
-        from agentgym.sandbox.image import image_status
+        from agentgym.sandbox.image import has_image
 
-        if image_status(docker_client(timeout=10)) == "current":
+        if has_image(docker_client(timeout=10)):
             return "docker"
     except Exception:  # no SDK, no engine: the local provider is the fallback
         pass

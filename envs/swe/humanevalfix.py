@@ -120,8 +120,8 @@ def task_from_row(row: dict[str, Any], outcomes: dict[str, bool]) -> Task:
         instruction=INSTRUCTION.format(entry_point=entry),
         config=config.model_dump(exclude_defaults=True),
         gold={
-            "fail_to_pass": [t for t in ids if not outcomes[t]],
-            "pass_to_pass": [t for t in ids if outcomes[t]],
+            "fail_to_pass": [t for t in ids if not outcomes.get(t, False)],
+            "pass_to_pass": [t for t in ids if outcomes.get(t, False)],
             "hidden_tests": {HIDDEN: hidden},
             "fix": [Edit(path=MODULE, old=buggy, new=fixed).model_dump()],
         },
