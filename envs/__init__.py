@@ -58,6 +58,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "Single-turn function calling (BFCL v4 simple, multiple, parallel), AST-graded",
     ),
     (
+        "Swe-v0",
+        "agentgym.envs.swe.env:SweEnv",
+        "Fix bugs in sandboxed repositories (HumanEvalFix, toolz mutations); hidden tests grade",
+    ),
+    (
         "WebShop-v0",
         "agentgym.envs.webshop.env:WebShopEnv",
         "WebShop-compatible web shopping (search, results, options, buy) with WebShop's reward",
