@@ -204,6 +204,37 @@ class Store:
             fields = {k: row[k] for k in Episode.model_fields if k in row and k != "steps"}
             yield Episode(**fields, steps=steps)
 
+    # ------------------------------------------------------------------ training metrics
+    def save_train_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None:
+        """Record one training step's metrics (table ``train_metrics``, created on first use).
+
+        Long format, one row per (run, step, name): new metrics need no schema change, and a
+        resumed run that repeats a step replaces its rows.
+        """
+        now = time.time()
+        rows = [(run_id, step, name, float(value), now) for name, value in metrics.items()]
+        with self.db.conn as conn:
+            conn.execute(_TRAIN_METRICS)
+            conn.executemany("insert or replace into train_metrics values (?, ?, ?, ?, ?)", rows)
+
+    def train_metrics(self, run_id: str) -> list[dict[str, Any]]:
+        """Rows ``{step, name, value, time}`` of a training run, by step then name."""
+        if "train_metrics" not in self.db.table_names():
+            return []
+        return list(
+            self.db.query(
+                "select step, name, value, time from train_metrics where run_id = ? "
+                "order by step, name",
+                [run_id],
+            )
+        )
+
+
+_TRAIN_METRICS = (
+    "create table if not exists train_metrics (run_id text not null, step integer not null, "
+    "name text not null, value real, time real, primary key (run_id, step, name))"
+)
+
 
 def _episode_row(run_id: str, ep: Episode, tags: list[str]) -> dict[str, Any]:
     return {

@@ -58,16 +58,50 @@ class LocalEngine:
         max_wait_s: float = 0.005,
         device: str = "cpu",
     ) -> None:
-        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        self.path = str(path)
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(self.path)
-        self.tokenizer.padding_side = "left"
+        tokenizer: Any = AutoTokenizer.from_pretrained(str(path))
         loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
-        self.model: Any = loader.from_pretrained(self.path).to(device).eval()
+        model: Any = loader.from_pretrained(str(path)).to(device).eval()
+        self._setup(model, tokenizer, str(path), max_batch_size, max_wait_s, device, thread=True)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        max_batch_size: int = 32,
+        device: str = "cpu",
+        thread: bool = False,
+    ) -> LocalEngine:
+        """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
+
+        The model is used as is (not copied, not put in eval mode). ``thread=False`` starts no
+        batching thread: call :meth:`generate_batch` from one thread, synchronously.
+        """
+        engine = cls.__new__(cls)
+        path = str(getattr(model, "name_or_path", "") or "in-memory")
+        engine._setup(model, tokenizer, path, max_batch_size, 0.005, device, thread=thread)
+        return engine
+
+    def _setup(
+        self,
+        model: Any,
+        tokenizer: Any,
+        path: str,
+        max_batch_size: int,
+        max_wait_s: float,
+        device: str,
+        thread: bool,
+    ) -> None:
+        import torch
+
+        self.path = path
+        self.tokenizer: Any = tokenizer
+        self.tokenizer.padding_side = "left"
+        self.model: Any = model
         self.device = device
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
@@ -75,8 +109,10 @@ class LocalEngine:
         """Size of every batch run so far (for benchmarks and tests)."""
         self._torch = torch
         self._queue: queue.Queue[_Request] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if thread:
+            self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
+            self._thread.start()
 
     # ------------------------------------------------------------------ public
     def render(
@@ -108,6 +144,32 @@ class LocalEngine:
         """Blocking :meth:`submit`."""
         return self.submit(prompt_ids, **kwargs).result()
 
+    def generate_batch(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        keep_eos: bool = False,
+    ) -> list[Generation]:
+        """Generate for every prompt in this thread, ``max_batch_size`` at a time, in order.
+
+        Deterministic for a given seed (no queue timing decides the batches). ``keep_eos=True``
+        keeps the end-of-sequence token that stopped a generation in ``token_ids`` and
+        ``logprobs`` (``text`` never shows it): a trainer needs it, since stopping is an action.
+        """
+        sampling = SamplingParams(temperature, top_p)
+        out: list[Generation] = []
+        for start in range(0, len(prompts), self.max_batch_size):
+            chunk_seed = None if seed is None else seed + start
+            group = [
+                _Request(p, max_new_tokens, (), sampling, chunk_seed)
+                for p in prompts[start : start + self.max_batch_size]
+            ]
+            out += self._run(sampling, group, keep_eos)
+        return out
+
     # ------------------------------------------------------------------ batching loop
     def _loop(self) -> None:
         while True:
@@ -133,7 +195,9 @@ class LocalEngine:
         for request, result in zip(group, results, strict=True):
             request.future.set_result(result)
 
-    def _run(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
+    def _run(
+        self, sampling: SamplingParams, group: list[_Request], keep_eos: bool = False
+    ) -> list[Generation]:
         torch = self._torch
         self.batch_sizes.append(len(group))
         width = max(len(r.prompt_ids) for r in group)
@@ -164,16 +228,21 @@ class LocalEngine:
                 out.sequences, out.scores, normalize_logits=True
             )
         new_tokens = out.sequences[:, width:].tolist()
-        return [self._finish(r, new_tokens[i], logprobs[i].tolist()) for i, r in enumerate(group)]
+        return [
+            self._finish(r, new_tokens[i], logprobs[i].tolist(), keep_eos)
+            for i, r in enumerate(group)
+        ]
 
-    def _finish(self, request: _Request, tokens: list[int], logprobs: list[float]) -> Generation:
+    def _finish(
+        self, request: _Request, tokens: list[int], logprobs: list[float], keep_eos: bool = False
+    ) -> Generation:
         """Cut one sequence at EOS, its stop strings or its own token limit."""
         eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
         finish = "length"
         keep = min(len(tokens), request.max_new_tokens)
         for i, tok in enumerate(tokens[:keep]):
             if tok in (eos, pad):
-                keep, finish = i, "stop"
+                keep, finish = i + (keep_eos and tok == eos), "stop"
                 break
         tokens = tokens[:keep]
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)

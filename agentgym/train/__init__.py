@@ -1,0 +1,1 @@
+"""Multi-turn RL and SFT for agent policies (``agentgym train CONFIG.yaml``)."""

@@ -1,0 +1,220 @@
+"""Typed training configs (a docstring under every field), loaded from YAML plus ``-c a.b=value``.
+
+>>> cfg = TrainConfig.model_validate({"model": {"path": "tiny"}, "env": {"id": "Clarify-v0"}})
+>>> apply_overrides(cfg.model_dump(), ["algo.name=ppo", "rollout.group_size=4"])["algo"]["name"]
+'ppo'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentgym.train.batch import Layout, LossAgg
+from agentgym.train.policy import LoraConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Strict):
+    """Which causal LM to train, where, and how."""
+
+    path: str
+    """A Hugging Face checkpoint directory or hub id (``agentgym model init DIR`` makes a tiny one)."""
+    device: str = "cpu"
+    """torch device: cpu, cuda, cuda:1, mps."""
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    """Autocast precision of the forward pass (through accelerate); bf16/fp16 need a device that
+    has them."""
+    lora: LoraConfig | None = None
+    """Train LoRA adapters (peft) instead of all weights."""
+
+
+class EnvConfig(_Strict):
+    """The environment and its task suites."""
+
+    id: str
+    """A registered env id (``Clarify-v0``, ``Household-v0``, ...)."""
+    kwargs: dict[str, Any] = {}
+    """Keyword arguments for ``agentgym.make`` (e.g. ``sandbox: docker`` for Swe-v0)."""
+    suite: str | None = None
+    """Training suite (name or path); default: the env's default suite."""
+    tags: list[str] = []
+    """Keep only training tasks with all of these tags."""
+    limit: int | None = None
+    """Keep only the first N training tasks."""
+    eval_suite: str | None = None
+    """Held-out suite for evaluation; None skips evaluation."""
+    eval_tags: list[str] = []
+    """Keep only evaluation tasks with all of these tags."""
+    eval_limit: int | None = None
+    """Evaluate on the first N held-out tasks."""
+    system_prompt: bool = True
+    """Put the env's system prompt before the first observation (off saves tokens for tiny
+    models when the observation already states the action syntax)."""
+
+
+class RolloutConfig(_Strict):
+    """How episodes are sampled."""
+
+    tasks_per_step: int = Field(8, ge=1)
+    """Distinct tasks per training step."""
+    group_size: int = Field(8, ge=1)
+    """Episodes per task (GRPO's group)."""
+    max_turns: int = Field(8, ge=1)
+    """Turn limit of an episode (the env's own limit may end it sooner)."""
+    max_new_tokens: int = Field(32, ge=1)
+    """Tokens per action."""
+    temperature: float = Field(1.0, ge=0.0)
+    """Sampling temperature (1.0 keeps the recorded logprobs those of the policy itself)."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling."""
+    max_context_tokens: int = Field(4096, ge=16)
+    """An episode whose context would exceed this ends with status ``limit``."""
+    max_batch_size: int = Field(64, ge=1)
+    """Sequences per generation batch."""
+    backend: Literal["local", "ray"] = "local"
+    """Where envs step: this process, or Ray actors."""
+    address: str | None = None
+    """Ray cluster address (None: start or join a local instance)."""
+    num_workers: int = Field(2, ge=1)
+    """Ray env-worker actors."""
+
+
+class AlgoConfig(_Strict):
+    """The algorithm and its knobs; each field says which algorithms read it."""
+
+    name: Literal["sft", "grpo", "reinforce_pp", "gigpo", "ppo"] = "grpo"
+    """sft, grpo (also Dr.GRPO/DAPO through the fields below), reinforce_pp, gigpo, ppo."""
+    credit: str | None = None
+    """Credit function by name (``agentgym.train.credit.register_credit``); default: the
+    algorithm's own (grpo -> "grpo", reinforce_pp -> "reinforce_pp", gigpo -> "gigpo")."""
+    scale: Literal["std", "none"] = "std"
+    """Group advantage: divide by the group's std (GRPO) or not (Dr.GRPO)."""
+    clip_low: float = 0.2
+    """PPO-style ratio clip below 1 (grpo, gigpo, reinforce_pp, ppo)."""
+    clip_high: float = 0.2
+    """Ratio clip above 1; DAPO's clip-higher uses 0.28."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL estimate to the starting policy (0 skips the reference model)."""
+    entropy_coef: float = 0.0
+    """Entropy bonus weight."""
+    loss_agg: LossAgg = "token-mean"
+    """token-mean (DAPO, Dr.GRPO), sequence-mean (GRPO paper), episode-mean."""
+    layout: Layout = "episode"
+    """Rows per whole episode, or one row per step (same loss, different memory/compute)."""
+    epochs: int = Field(1, ge=1)
+    """Optimisation passes over each rollout batch (ratio clipping matters from the second)."""
+    gamma: float = 0.95
+    """Discount over turns (gigpo step returns, ppo GAE)."""
+    lam: float = 0.95
+    """GAE lambda (ppo)."""
+    omega: float = 1.0
+    """Weight of GiGPO's step advantage."""
+    anchor: Literal["exact", "similarity"] = "exact"
+    """GiGPO anchor key: identical observations, or similar ones (``anchor_threshold``)."""
+    anchor_threshold: float = 0.9
+    """difflib ratio at which two observations share a GiGPO anchor."""
+    group_baseline: bool = True
+    """REINFORCE++: subtract the group mean before whitening over the batch."""
+    vf_coef: float = 0.5
+    """Value loss weight (ppo)."""
+    options: dict[str, Any] = {}
+    """Extra settings for plugin credit functions (e.g. InfoPO's beta and tau)."""
+
+
+class OptimConfig(_Strict):
+    """AdamW and batching."""
+
+    lr: float = 1e-4
+    """Learning rate."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Clip the gradient norm to this (0 disables)."""
+    micro_batch_size: int = Field(8, ge=1)
+    """Rows per forward/backward; gradients accumulate over the whole batch."""
+
+
+class SFTConfig(_Strict):
+    """Supervised fine-tuning data (algo.name = sft)."""
+
+    data: str = "expert"
+    """``expert``: roll out the env's expert on the training tasks; or a JSONL of episodes
+    (``agentgym export``) or chat rows (``{"messages": [...]}``)."""
+    only_success: bool = True
+    """Train on successful episodes only."""
+    batch_size: int = Field(16, ge=1)
+    """Episodes per optimiser step."""
+
+
+class TrainConfig(_Strict):
+    """Everything one ``agentgym train`` run needs."""
+
+    model: ModelConfig
+    env: EnvConfig
+    rollout: RolloutConfig = RolloutConfig()
+    algo: AlgoConfig = AlgoConfig()
+    optim: OptimConfig = OptimConfig()
+    sft: SFTConfig = SFTConfig()
+    steps: int = Field(10, ge=0)
+    """Optimiser steps (RL: one rollout batch each)."""
+    seed: int = 0
+    """Seeds task order, sampling and env seeds: same config, same run."""
+    out_dir: str = "runs/train"
+    """Checkpoints go to OUT_DIR/step-N and OUT_DIR/final."""
+    save_every: int = 0
+    """Checkpoint every N steps (0: only at the end)."""
+    resume: bool = True
+    """Continue from the latest checkpoint in out_dir if there is one."""
+    eval_every: int = 0
+    """Evaluate on the held-out suite every N steps (0: only before and after)."""
+    eval_temperature: float = 0.0
+    """Sampling temperature of evaluation (0: greedy)."""
+    eval_samples: int = Field(1, ge=1)
+    """Episodes per held-out task."""
+    db: str | None = None
+    """SQLite store for metrics (a ``train_metrics`` table) and the run row; None: console only."""
+    run_name: str = "train"
+    """Name of the run in the store."""
+    log_every: int = Field(1, ge=1)
+    """Print metrics every N steps."""
+    threads: int | None = None
+    """torch.set_num_threads (None leaves torch's default)."""
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set ``a.b.c=value`` entries in a nested dict; values are parsed as YAML (1, true, [a])."""
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"override {item!r} must look like key.sub=value")
+        node = data
+        parts = key.strip().split(".")
+        for p in parts[:-1]:
+            if node.get(p) is None:
+                node[p] = {}
+            if not isinstance(node[p], dict):
+                raise ValueError(f"override {item!r}: {p!r} is not a section")
+            node = node[p]
+        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else None
+    return data
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None = None) -> TrainConfig:
+    """A config from a YAML file (or nothing) with dotted overrides applied, validated."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"no config file {p}")
+        loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{p}: a config is a mapping of sections, got {type(loaded).__name__}")
+        data = loaded
+    return TrainConfig.model_validate(apply_overrides(data, overrides or []))

@@ -1,0 +1,60 @@
+"""Credit functions: rollout episodes -> per-token advantages; a registry so methods plug in.
+
+A credit function gets the batch's episodes (errors included, so it can see them and must give
+them zeros) and a :class:`CreditContext` (the algorithm config and, for methods that score
+counterfactuals such as InfoPO, the policy). It returns one array per episode, aligned with the
+episode's token ids. Register new ones with :func:`register_credit`; ``algo.credit`` picks one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agentgym.train.config import AlgoConfig
+from agentgym.train.episode import TokenEpisode
+
+
+@dataclass
+class CreditContext:
+    """What a credit function may use besides the episodes."""
+
+    algo: AlgoConfig
+    policy: Any = None
+    """The trainer's policy model (for counterfactual scoring); None in pure tests."""
+    metrics: dict[str, float] | None = None
+    """A credit function may record metrics here (they go to the console and the store)."""
+
+
+CreditFn = Callable[[Sequence[TokenEpisode], CreditContext], list[np.ndarray]]
+_REGISTRY: dict[str, CreditFn] = {}
+
+
+def register_credit(name: str, fn: CreditFn) -> CreditFn:
+    """Make ``fn`` available as ``algo.credit: name``."""
+    _REGISTRY[name] = fn
+    return fn
+
+
+def get_credit(name: str) -> CreditFn:
+    if name not in _REGISTRY:
+        import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
+        import agentgym.train.grpo  # noqa: F401
+        import agentgym.train.reinforce_pp  # noqa: F401
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown credit function {name!r}; registered: {sorted(_REGISTRY)}")
+    return _REGISTRY[name]
+
+
+def episode_arrays(episodes: Sequence[TokenEpisode]) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(returns, groups, valid) of a batch, the inputs of the group-level functions."""
+    rewards = np.array([ep.reward for ep in episodes], float)
+    return rewards, [ep.group for ep in episodes], np.array([ep.ok for ep in episodes], bool)
+
+
+def broadcast(episodes: Sequence[TokenEpisode], per_episode: np.ndarray) -> list[np.ndarray]:
+    """One advantage per episode spread over all of its sampled tokens."""
+    return [np.asarray(ep.mask, float) * a for ep, a in zip(episodes, per_episode, strict=True)]

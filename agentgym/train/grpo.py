@@ -1,0 +1,81 @@
+"""GRPO for multi-turn episodes: group-normalised outcome advantages, clipped token loss.
+
+Options cover the published variants: ``algo.scale: none`` is Dr.GRPO (no division by the
+group std; use with ``loss_agg: token-mean``), ``algo.clip_high: 0.28`` is DAPO's clip-higher,
+``algo.kl_coef > 0`` adds a k3 KL to the starting policy. The same loss serves every credit
+function (``algo.credit``): REINFORCE++ and GiGPO differ from GRPO only in their advantages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentgym.train.advantages import group_advantages
+from agentgym.train.batch import Batch
+from agentgym.train.config import AlgoConfig
+from agentgym.train.credit import (
+    CreditContext,
+    broadcast,
+    episode_arrays,
+    get_credit,
+    register_credit,
+)
+from agentgym.train.episode import TokenEpisode
+from agentgym.train.losses import clipped_policy_loss, kl_k3, weighted
+from agentgym.train.policy import Reference, token_logprobs
+
+
+# ============================================================================ credit
+def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
+    """Every sampled token of an episode gets its group-normalised return."""
+    rewards, groups, valid = episode_arrays(episodes)
+    return broadcast(episodes, group_advantages(rewards, groups, valid, ctx.algo.scale))
+
+
+register_credit("grpo", grpo_credit)
+
+DEFAULT_CREDIT = {"grpo": "grpo", "reinforce_pp": "reinforce_pp", "gigpo": "gigpo", "ppo": "gae"}
+
+
+# ============================================================================ loss
+class PolicyGradient:
+    """Clipped policy-gradient loss over token advantages; GRPO, REINFORCE++ and GiGPO use it."""
+
+    def __init__(self, model: Any, cfg: AlgoConfig) -> None:
+        self.model, self.cfg = model, cfg
+        self.reference = Reference(model) if cfg.kl_coef > 0 else None
+        self.credit = get_credit(cfg.credit or DEFAULT_CREDIT[cfg.name])
+
+    def extra_modules(self) -> dict[str, torch.nn.Module]:
+        """Trainable modules besides the model (PPO's value head); saved in checkpoints."""
+        return {}
+
+    def advantages(
+        self, episodes: Sequence[TokenEpisode], ctx: CreditContext
+    ) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        """(per-token advantages, per-token value targets or None)."""
+        return self.credit(episodes, ctx), None
+
+    def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        """This micro-batch's share of the batch loss, and its share of the metrics."""
+        logp, entropy = token_logprobs(self.model, mb)
+        pg, clipped = clipped_policy_loss(
+            logp, mb.old_logprobs, mb.advantages, self.cfg.clip_low, self.cfg.clip_high
+        )
+        loss = weighted(pg, mb.weights)
+        metrics = {
+            "pg_loss": loss.item(),
+            "entropy": weighted(entropy.detach(), mb.weights).item(),
+            "clip_frac": weighted(clipped, mb.weights).item(),
+        }
+        if self.reference is not None:
+            kl = weighted(kl_k3(logp, self.reference.logprobs(mb)), mb.weights)
+            loss = loss + self.cfg.kl_coef * kl
+            metrics["kl"] = kl.item()
+        if self.cfg.entropy_coef:
+            loss = loss - self.cfg.entropy_coef * weighted(entropy, mb.weights)
+        return loss, metrics

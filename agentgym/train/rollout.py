@@ -1,0 +1,229 @@
+"""Batched, token-exact multi-turn rollouts with the policy being trained.
+
+All episodes of a rollout batch are in flight together: each turn, the running token ids of every
+active episode go to the engine as one batch (``LocalEngine.generate_batch``), the sampled ids
+and their logprobs are appended as generated, actions are parsed from the sampled text
+(``agents/llm.py``'s ``parse_action``), the env pool steps them all, and each observation is
+appended as the chat template's observation turn. Env failures end that episode with
+``status="error"``; they never end the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agentgym.agents.llm import FormatError, parse_action
+from agentgym.episode import Episode, Step, Usage
+from agentgym.task import Task
+from agentgym.train.chat import ChatFormat
+from agentgym.train.envpool import EnvPool, Outcome
+from agentgym.train.episode import TokenEpisode, Turn
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to roll out: a task, its group, which sample of the group, the env seed."""
+
+    task: Task
+    group: str
+    sample: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How actions are sampled and how long episodes may run."""
+
+    max_turns: int = 8
+    max_new_tokens: int = 32
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_context_tokens: int = 4096
+
+
+@dataclass
+class RolloutStats:
+    """Throughput of one rollout batch."""
+
+    episodes: int = 0
+    generated_tokens: int = 0
+    prompt_tokens: int = 0
+    generate_s: float = 0.0
+    env_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def episodes_per_s(self) -> float:
+        return self.episodes / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens per second of wall time."""
+        return self.generated_tokens / self.wall_s if self.wall_s else 0.0
+
+
+@dataclass
+class _Live:
+    """Scratch state of one in-flight episode (not part of the record)."""
+
+    ep: TokenEpisode
+    last_observation: str = ""
+    action_start: int = 0
+    gen: Any = None
+
+
+def derive_seed(*parts: Any) -> int:
+    """A 31-bit seed from any printable parts (stable across processes and runs)."""
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def collect(
+    engine: Any,
+    chat: ChatFormat,
+    pool: EnvPool,
+    jobs: list[Job],
+    sampling: Sampling,
+    seed: int,
+) -> tuple[list[TokenEpisode], RolloutStats]:
+    """Roll out every job to the end; return the episodes in job order and the throughput."""
+    stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
+    live = [_Live(_new_episode(job, pool)) for job in jobs]
+    t0 = time.perf_counter()
+    resets = pool.reset([(job.task, job.seed) for job in jobs])
+    stats.env_s += time.perf_counter() - t0
+    for lv, out in zip(live, resets, strict=True):
+        _start(lv, out, chat, pool.system_prompt)
+    active = [i for i, lv in enumerate(live) if lv.ep.ok]
+    for turn in range(sampling.max_turns):
+        active = [i for i in active if _fits(live[i].ep, sampling)]
+        if not active:
+            break
+        actions = _act(engine, live, active, sampling, derive_seed(seed, turn), stats, pool)
+        t0 = time.perf_counter()
+        outcomes = pool.step(actions)
+        stats.env_s += time.perf_counter() - t0
+        for i in active:
+            _record(live[i], actions[i], outcomes[i], chat)
+        active = [i for i in active if not _ended(live[i].ep)]
+    for i in active:  # turn or context limit
+        live[i].ep.episode.status = "limit"
+    for lv in live:
+        _finish(lv.ep)
+    stats.wall_s = time.perf_counter() - started
+    return [lv.ep for lv in live], stats
+
+
+def _new_episode(job: Job, pool: EnvPool) -> TokenEpisode:
+    env_id = getattr(pool, "env_id", "")
+    record = Episode(
+        task_id=job.task.id, env_id=env_id, sample=job.sample, seed=job.seed, started_at=time.time()
+    )
+    return TokenEpisode(episode=record, group=job.group)
+
+
+def _start(lv: _Live, out: Outcome, chat: ChatFormat, system: str) -> None:
+    ep = lv.ep
+    if out.error is not None:
+        ep.episode.status, ep.episode.error = "error", out.error
+        return
+    ep.episode.instruction = str(out.info.get("instruction", ""))
+    ep.episode.first_observation = out.observation
+    ep.extend(chat.prompt(system, out.observation), mask=0)
+    ep.prompt_len = len(ep.ids)
+    lv.last_observation = out.observation
+
+
+def _fits(ep: TokenEpisode, sampling: Sampling) -> bool:
+    return len(ep.ids) + sampling.max_new_tokens <= sampling.max_context_tokens
+
+
+def _act(
+    engine: Any,
+    live: list[_Live],
+    active: list[int],
+    sampling: Sampling,
+    seed: int,
+    stats: RolloutStats,
+    pool: EnvPool,
+) -> dict[int, str]:
+    """One batched generation for all active episodes; append the samples; parse the actions."""
+    prompts = [live[i].ep.ids for i in active]
+    t0 = time.perf_counter()
+    gens = engine.generate_batch(
+        prompts,
+        max_new_tokens=sampling.max_new_tokens,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        seed=seed,
+        keep_eos=True,
+    )
+    stats.generate_s += time.perf_counter() - t0
+    actions: dict[int, str] = {}
+    for i, gen in zip(active, gens, strict=True):
+        lv = live[i]
+        stats.generated_tokens += len(gen.token_ids)
+        stats.prompt_tokens += len(lv.ep.ids)
+        lv.action_start, lv.gen = len(lv.ep.ids), gen
+        lv.ep.extend(list(gen.token_ids), mask=1, logprobs=list(gen.logprobs))
+        message = {"role": "assistant", "content": gen.text}
+        try:
+            actions[i] = parse_action(message, pool.free_text_actions)
+        except FormatError:
+            actions[i] = gen.text  # the env says what is wrong, as for any malformed action
+    return actions
+
+
+def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
+    ep, start, gen = lv.ep, lv.action_start, lv.gen
+    end = len(ep.ids)
+    state_key = lv.last_observation
+    if out.error is not None:
+        ep.episode.status, ep.episode.error = "error", out.error
+        ep.turns.append(Turn(start, end, end, end, 0.0, state_key))
+        return
+    done = out.terminated or out.truncated
+    if not done:
+        ended_with_eos = bool(gen.token_ids) and gen.token_ids[-1] == chat.eos_id
+        ep.extend(chat.observation(out.observation, ended_with_eos), mask=0)
+    ep.turns.append(Turn(start, end, end, len(ep.ids), out.reward, state_key))
+    lv.last_observation = out.observation
+    ep.episode.reward += out.reward
+    ep.episode.steps.append(
+        Step(
+            t=len(ep.episode.steps),
+            action=action,
+            observation=out.observation,
+            reward=out.reward,
+            terminated=out.terminated,
+            truncated=out.truncated,
+            valid=bool(out.info.get("valid", True)),
+            info={k: v for k, v in out.info.items() if isinstance(v, (str, int, float, bool))},
+            usage=Usage(
+                prompt_tokens=start,
+                completion_tokens=end - start,
+                token_ids=list(gen.token_ids),
+                logprobs=list(gen.logprobs),
+                loss_mask=[1] * (end - start),
+            ),
+        )
+    )
+    if done:
+        ep.episode.status = "completed" if out.terminated else "limit"
+        ep.episode.success = bool(out.info.get("success", False))
+        ep.episode.score = float(out.info.get("score", 0.0))
+
+
+def _ended(ep: TokenEpisode) -> bool:
+    last = ep.episode.steps[-1] if ep.episode.steps else None
+    return not ep.ok or (last is not None and (last.terminated or last.truncated))
+
+
+def _finish(ep: TokenEpisode) -> None:
+    ep.episode.duration_s = time.time() - ep.episode.started_at
+    if ep.status == "error":
+        ep.episode.success, ep.episode.score = False, 0.0
+    ep.check()

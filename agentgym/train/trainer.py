@@ -1,0 +1,408 @@
+"""The training loop shared by every algorithm: data or rollouts -> credit -> update -> log.
+
+Algorithm logic lives in its own module (sft.py, grpo.py, reinforce_pp.py, gigpo.py, ppo.py);
+this file is the plumbing: model and optimizer setup, rollouts with the policy being trained
+(batched generation through ``LocalEngine.from_model``), error accounting, gradient accumulation,
+mixed precision, checkpoints with exact resume, evaluation, and metrics to the console and the
+store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentgym.metrics import wilson_interval
+from agentgym.task import Task, TaskSuite
+from agentgym.train import checkpoint
+from agentgym.train.advantages import advantage_collapse_rate
+from agentgym.train.batch import Batch, build_batch
+from agentgym.train.chat import ChatFormat
+from agentgym.train.config import TrainConfig
+from agentgym.train.credit import CreditContext, episode_arrays
+from agentgym.train.envpool import EnvPool, make_pool
+from agentgym.train.episode import TokenEpisode
+from agentgym.train.policy import is_peft, load_model, load_tokenizer
+from agentgym.train.rollout import Job, RolloutStats, Sampling, collect, derive_seed
+
+
+class Trainer:
+    """One training run of ``cfg``; :meth:`run` trains and returns the last metrics."""
+
+    def __init__(self, cfg: TrainConfig, console: Any = None) -> None:
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.cfg, self.console = cfg, console
+        torch.manual_seed(cfg.seed)
+        self.resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
+        self.tokenizer = load_tokenizer(self.resume_from or cfg.model.path)
+        self.model = self._load_model()
+        self.chat = ChatFormat(self.tokenizer, cfg.env.system_prompt)
+        self.algo = make_algorithm(cfg, self.model)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        params += [p for m in self.algo.extra_modules().values() for p in m.parameters()]
+        self.optimizer = torch.optim.AdamW(
+            params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
+        )
+        self.step = 0
+        if self.resume_from is not None:
+            self.step = checkpoint.load_state(
+                self.resume_from, self.optimizer, self.algo.extra_modules()
+            )
+        self._pool: EnvPool | None = None
+        self._engine: Any = None
+        self.store, self.run_id = _open_store(cfg)
+        self.history: list[dict[str, float]] = []
+
+    # ------------------------------------------------------------------ setup
+    def _load_model(self) -> Any:
+        cfg = self.cfg.model
+        if self.resume_from is not None and cfg.lora is not None:
+            from peft import PeftModel
+
+            base = load_model(cfg.path, cfg.device)
+            return PeftModel.from_pretrained(base, self.resume_from, is_trainable=True)
+        return load_model(self.resume_from or cfg.path, cfg.device, cfg.lora)
+
+    @property
+    def pool(self) -> EnvPool:
+        if self._pool is None:
+            r = self.cfg.rollout
+            self._pool = make_pool(
+                self.cfg.env.id, self.cfg.env.kwargs, r.backend, r.num_workers, r.address
+            )
+        return self._pool
+
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            from agentgym.llm.engine import LocalEngine
+
+            self._engine = LocalEngine.from_model(
+                self.model,
+                self.tokenizer,
+                max_batch_size=self.cfg.rollout.max_batch_size,
+                device=self.cfg.model.device,
+            )
+        return self._engine
+
+    def train_tasks(self) -> list[Task]:
+        env = self.cfg.env
+        suite = _suite(env.suite, self.pool)
+        return suite.filter(env.tags, env.limit).tasks
+
+    def eval_tasks(self) -> list[Task]:
+        env = self.cfg.env
+        if env.eval_suite is None:
+            return []
+        return TaskSuite.load(env.eval_suite).filter(env.eval_tags, env.eval_limit).tasks
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> dict[str, float]:
+        """Train until ``cfg.steps``; checkpoint and log as configured; return the last metrics."""
+        cfg = self.cfg
+        step_fn = self._sft_step() if cfg.algo.name == "sft" else self._rl_step()
+        while self.step < cfg.steps:
+            started = time.perf_counter()
+            metrics = step_fn(self.step)
+            self.step += 1
+            metrics["step_s"] = time.perf_counter() - started
+            metrics["steps_per_s"] = 1.0 / metrics["step_s"]
+            if cfg.eval_every and self.step % cfg.eval_every == 0:
+                metrics.update(self.evaluate())
+            self._log(metrics)
+            if cfg.save_every and self.step % cfg.save_every == 0:
+                self.save(checkpoint.step_dir(cfg.out_dir, self.step))
+        self.save(Path(cfg.out_dir) / "final")
+        return self.history[-1] if self.history else {}
+
+    def _sft_step(self) -> Any:
+        from agentgym.train.sft import SFT
+
+        data = self.sft_data()
+        if not data:
+            raise ValueError("no SFT data: no successful expert episode on the training tasks")
+        size = min(self.cfg.sft.batch_size, len(data))
+
+        def step(i: int) -> dict[str, float]:
+            rng = np.random.default_rng(derive_seed(self.cfg.seed, "sft", i))
+            episodes = [data[j] for j in rng.choice(len(data), size, replace=False)]
+            assert isinstance(self.algo, SFT)
+            return self.update(episodes, None, None)
+
+        return step
+
+    def _rl_step(self) -> Any:
+        tasks = self.train_tasks()
+        r = self.cfg.rollout
+        if not tasks:
+            raise ValueError("no training tasks left after env.tags/env.limit")
+
+        def step(i: int) -> dict[str, float]:
+            rng = np.random.default_rng(derive_seed(self.cfg.seed, "tasks", i))
+            chosen = [
+                tasks[j]
+                for j in rng.choice(len(tasks), min(r.tasks_per_step, len(tasks)), replace=False)
+            ]
+            jobs = [
+                Job(t, f"{i}:{t.id}", k, derive_seed(self.cfg.seed, i, t.id, k))
+                for t in chosen
+                for k in range(r.group_size)
+            ]
+            episodes, stats = self.rollout(
+                jobs, derive_seed(self.cfg.seed, "gen", i), r.temperature
+            )
+            return self.rl_update(episodes, stats)
+
+        return step
+
+    def rollout(
+        self, jobs: list[Job], seed: int, temperature: float
+    ) -> tuple[list[TokenEpisode], RolloutStats]:
+        """Episodes of ``jobs`` sampled from the current weights (eval mode, no grad)."""
+        r = self.cfg.rollout
+        sampling = Sampling(
+            r.max_turns, r.max_new_tokens, temperature, r.top_p, r.max_context_tokens
+        )
+        self.model.eval()
+        try:
+            return collect(self.engine, self.chat, self.pool, jobs, sampling, seed)
+        finally:
+            self.model.train()
+
+    def rl_update(self, episodes: list[TokenEpisode], stats: RolloutStats) -> dict[str, float]:
+        """Credit, error accounting and the update for one rollout batch."""
+        rewards, groups, valid = episode_arrays(episodes)
+        ctx = CreditContext(self.cfg.algo, self.model, metrics={})
+        advantages, returns = self.algo.advantages(episodes, ctx)
+        kept = [i for i, ep in enumerate(episodes) if ep.ok and ep.turns]
+        metrics = {
+            "reward": float(rewards[valid].mean()) if valid.any() else 0.0,
+            "success": float(np.mean([episodes[i].episode.success for i in kept])) if kept else 0.0,
+            "acr": advantage_collapse_rate(rewards, groups, valid),
+            "errors": float((~valid).sum()),
+            "episodes": float(len(episodes)),
+            "turns": float(np.mean([len(episodes[i].turns) for i in kept])) if kept else 0.0,
+            "episodes_per_s": stats.episodes_per_s,
+            "tokens_per_s": stats.tokens_per_s,
+            "generate_s": stats.generate_s,
+            **(ctx.metrics or {}),
+        }
+        if kept:
+            metrics.update(
+                self.update(
+                    [episodes[i] for i in kept],
+                    [advantages[i] for i in kept],
+                    [returns[i] for i in kept] if returns is not None else None,
+                )
+            )
+        return metrics
+
+    def update(
+        self,
+        episodes: list[TokenEpisode],
+        advantages: list[np.ndarray] | None,
+        returns: list[np.ndarray] | None,
+    ) -> dict[str, float]:
+        """``algo.epochs`` optimiser steps over one batch, accumulating over micro-batches."""
+        cfg = self.cfg
+        batch = build_batch(
+            episodes,
+            advantages,
+            cfg.algo.layout,
+            cfg.algo.loss_agg,
+            self.tokenizer.pad_token_id,
+            returns,
+        )
+        totals: dict[str, float] = {}
+        for _ in range(cfg.algo.epochs):
+            totals = self._epoch(batch)
+        totals["loss_tokens"] = float(batch.loss_mask.sum())
+        return totals
+
+    def _epoch(self, batch: Batch) -> dict[str, float]:
+        self.optimizer.zero_grad(set_to_none=True)
+        totals: dict[str, float] = {}
+        for mb in batch.micro_batches(self.cfg.optim.micro_batch_size):
+            mb = _to(mb, self.cfg.model.device)
+            with self._autocast():
+                loss, parts = self.algo.loss(mb)
+            loss.backward()
+            for k, v in parts.items():
+                totals[k] = totals.get(k, 0.0) + v
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        clip = self.cfg.optim.grad_clip
+        norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
+        self.optimizer.step()
+        totals["grad_norm"] = float(norm)
+        return totals
+
+    def _autocast(self) -> contextlib.AbstractContextManager[Any]:
+        precision = self.cfg.model.precision
+        if precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        return torch.autocast(self.cfg.model.device.split(":")[0], dtype=dtype)
+
+    # ------------------------------------------------------------------ data, eval, saving
+    def sft_data(self) -> list[TokenEpisode]:
+        """SFT rows from ``cfg.sft.data``: the expert on the training tasks, or a JSONL file."""
+        from agentgym.train import sft
+
+        system = self.pool.system_prompt
+        if self.cfg.sft.data == "expert":
+            from agentgym.registry import make
+
+            env = make(self.cfg.env.id, **self.cfg.env.kwargs)
+            eps = sft.expert_episodes(env, self.train_tasks(), self.cfg.seed)
+            eps = [e for e in eps if e.success or not self.cfg.sft.only_success]
+            return [sft.from_episode(self.chat, e, system) for e in eps]
+        rows = sft.load_rows(self.cfg.sft.data)
+        if self.cfg.sft.only_success:
+            rows = [r for r in rows if r.get("success", True)]
+        return sft.rows_to_episodes(self.chat, rows, system)
+
+    def evaluate(self, tasks: list[Task] | None = None) -> dict[str, float]:
+        """Success on held-out tasks (``eval_samples`` each) with a 95% Wilson interval."""
+        tasks = self.eval_tasks() if tasks is None else tasks
+        if not tasks:
+            return {}
+        jobs = [
+            Job(t, f"eval:{t.id}", k, derive_seed(self.cfg.seed, "eval", t.id, k))
+            for t in tasks
+            for k in range(self.cfg.eval_samples)
+        ]
+        with torch.no_grad():
+            episodes, _ = self.rollout(
+                jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature
+            )
+        ok = [ep for ep in episodes if ep.ok]
+        wins = sum(ep.episode.success for ep in ok)
+        lo, hi = wilson_interval(wins, len(ok))
+        return {
+            "eval_success": wins / len(ok) if ok else 0.0,
+            "eval_lo": lo,
+            "eval_hi": hi,
+            "eval_n": float(len(ok)),
+            "eval_errors": float(len(episodes) - len(ok)),
+        }
+
+    def save(self, directory: Path) -> Path:
+        return checkpoint.save(
+            directory,
+            self.model,
+            self.tokenizer,
+            self.optimizer,
+            self.algo.extra_modules(),
+            self.step,
+            self.cfg.model_dump(),
+        )
+
+    def merged(self, directory: Path) -> Path:
+        """A plain checkpoint (LoRA merged) that loads as ``--agent hf:DIRECTORY``."""
+        model = self.model.merge_and_unload() if is_peft(self.model) else self.model
+        model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        return directory
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        metrics = {"step": float(self.step), **metrics}
+        self.history.append(metrics)
+        if self.store is not None:
+            self.store.save_train_metrics(self.run_id, self.step, metrics)
+        if self.console is not None and self.step % self.cfg.log_every == 0:
+            shown = (
+                "reward",
+                "success",
+                "acr",
+                "errors",
+                "nll",
+                "pg_loss",
+                "kl",
+                "entropy",
+                "tokens_per_s",
+                "step_s",
+                "eval_success",
+            )
+            parts = [f"{k} {metrics[k]:.3g}" for k in shown if k in metrics]
+            self.console.print(f"step {self.step}: " + "  ".join(parts))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+        if self.store is not None:
+            self.store.close()
+
+
+def make_algorithm(cfg: TrainConfig, model: Any) -> Any:
+    """The algorithm object for ``cfg.algo.name``."""
+    if cfg.algo.name == "sft":
+        from agentgym.train.sft import SFT
+
+        return SFT(model)
+    if cfg.algo.name == "ppo":
+        from agentgym.train.ppo import PPO
+
+        return PPO(model, cfg.algo)
+    from agentgym.train.grpo import PolicyGradient
+
+    return PolicyGradient(model, cfg.algo)
+
+
+def _suite(name: str | None, pool: EnvPool) -> TaskSuite:
+    if name is not None:
+        return TaskSuite.load(name)
+    from agentgym.registry import spec
+
+    default = getattr(spec(pool.env_id).load(), "default_suite", None)
+    if default is None:
+        raise ValueError(f"{pool.env_id} has no default suite: set env.suite")
+    return TaskSuite.load(default)
+
+
+def _to(mb: Batch, device: str) -> Batch:
+    if device == "cpu":
+        return mb
+    from dataclasses import fields, replace
+
+    return replace(mb, **{f.name: getattr(mb, f.name).to(device) for f in fields(mb)})
+
+
+def _open_store(cfg: TrainConfig) -> tuple[Any, str]:
+    """The store and this run's id (a hash of the config: a rerun resumes the same run)."""
+    blob = json.dumps(cfg.model_dump(), sort_keys=True)
+    run_id = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    if cfg.db is None:
+        return None, run_id
+    from agentgym.store import Store
+
+    store = Store(cfg.db)
+    store.start_run(
+        run_id,
+        cfg.run_name,
+        cfg.env.suite or cfg.env.id,
+        f"train:{cfg.algo.name}:{cfg.model.path}",
+        cfg.model_dump(),
+        _versions(),
+        None,
+    )
+    return store, run_id
+
+
+def _versions() -> dict[str, str]:
+    import transformers
+
+    import agentgym
+
+    return {
+        "agentgym": getattr(agentgym, "__version__", ""),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
