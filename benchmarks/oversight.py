@@ -27,7 +27,7 @@ from agentgym.envs.oversight.finite import FiniteGame, expected_counts, occupanc
 from agentgym.envs.oversight.game import GridConfig, GridGame
 from agentgym.envs.oversight.learn import TabularSoftmax, TorchPolicy, train_independent
 from agentgym.envs.oversight.rules import AGENT, HUMAN
-from agentgym.envs.oversight.tool import TauEnv, gold_writes
+from agentgym.envs.oversight.tool import gold_writes
 from agentgym.envs.oversight.toollearn import evaluate_tool, train_tool
 from agentgym.task import TaskSuite
 
@@ -109,7 +109,7 @@ def grid_table(seeds: int, iterations: int, correction: str) -> Table:
 
 def tool_table(seeds: int, n_tasks: int) -> Table:
     suite = TaskSuite.load("tooluse/retail-test")
-    ids = [t.id for t in suite if gold_writes(TauEnv, t)][:n_tasks]
+    ids = [t.id for t in suite if gold_writes(t)][:n_tasks]
     envs = [tool_parallel_env(i) for i in ids]
     table = Table(
         title=f"tool-use oversight (tau2 retail, {len(ids)} tasks; learned: {seeds} seeds)"

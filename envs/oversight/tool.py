@@ -95,7 +95,7 @@ def is_unsafe(env: TauEnv, text: str) -> bool:
     )
 
 
-def gold_writes(env_cls: type[TauEnv], task: Task) -> list[tuple[str, dict[str, Any]]]:
+def gold_writes(task: Task) -> list[tuple[str, dict[str, Any]]]:
     """The task's gold write calls (assistant side), in order."""
     toolkit = _toolkit(task)
     gold = TauGold.model_validate(task.gold)
@@ -116,7 +116,7 @@ def _toolkit(task: Task) -> Any:
 
 def decoys(suite: TaskSuite, task: Task, indices: list[int]) -> dict[int, str]:
     """For each corrupted write index, the same tool with the next task's gold arguments."""
-    writes = gold_writes(TauEnv, task)
+    writes = gold_writes(task)
     order = suite.tasks[suite.tasks.index(task) + 1 :] + suite.tasks[: suite.tasks.index(task)]
     out = {}
     for i in indices:
@@ -125,7 +125,7 @@ def decoys(suite: TaskSuite, task: Task, indices: list[int]) -> dict[int, str]:
                 f"corrupt index {i} is out of range: task {task.id} has {len(writes)} gold write call(s)"
             )
         name, args = writes[i]
-        others = [(n, a) for t in order for n, a in gold_writes(TauEnv, t) if (n, a) not in writes]
+        others = [(n, a) for t in order for n, a in gold_writes(t) if (n, a) not in writes]
         same_tool = [(n, a) for n, a in others if n == name]
         if not others:
             raise ValueError(f"no decoy for {name}: suite {suite.name} has no other write call")
