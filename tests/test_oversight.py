@@ -273,6 +273,7 @@ def test_tabular_independent_pg_learns_safe_cheap_oversight():
 
 
 def test_torch_independent_pg_learns_safe_oversight():
+    pytest.importorskip("torch")  # the optional "train" extra
     game = GridGame(GridConfig(map="lava-b"))
     fg = game.finite()
     agent = TorchPolicy(features(game, AGENT), seed=1)
