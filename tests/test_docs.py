@@ -8,6 +8,7 @@ import agentgym
 import agentgym.envs.clarify
 import agentgym.envs.household
 import agentgym.envs.kbqa
+import agentgym.envs.oversight
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,5 +29,11 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_docstring_examples():
-    for module in (agentgym, agentgym.envs.clarify, agentgym.envs.household, agentgym.envs.kbqa):
+    for module in (
+        agentgym,
+        agentgym.envs.clarify,
+        agentgym.envs.household,
+        agentgym.envs.kbqa,
+        agentgym.envs.oversight,
+    ):
         assert doctest.testmod(module).failed == 0
