@@ -122,10 +122,21 @@ def test_pages_follow_webshop_text_mode(env: WebShopEnv, test_suite: TaskSuite) 
     assert obs == f"WebShop [SEP] Instruction: [SEP] {task.instruction} [SEP] Search"
     assert info["available_actions"] == ["search[<keywords>]"]
     obs, *_, info = env.step("search[t-shirt blue]")
-    assert obs.startswith(f"Instruction: [SEP] {task.instruction} [SEP] Back to Search [SEP] Page 1 (Total results: ")
+    assert obs.startswith(
+        f"Instruction: [SEP] {task.instruction} [SEP] Back to Search [SEP] Page 1 (Total results: "
+    )
     assert "[SEP] Next > [SEP]" in obs and "< Prev" not in obs
     assert info["available_actions"][:2] == ["click[back to search]", "click[next >]"]
-    assert len([a for a in info["available_actions"] if a not in ("click[back to search]", "click[next >]")]) == 10
+    assert (
+        len(
+            [
+                a
+                for a in info["available_actions"]
+                if a not in ("click[back to search]", "click[next >]")
+            ]
+        )
+        == 10
+    )
     obs, *_, info = env.step("click[Next >]")
     assert "Page 2 (Total results: " in obs and "click[< prev]" in info["available_actions"]
     obs, *_ = env.step("click[< prev]")
@@ -140,7 +151,9 @@ def test_item_page_options_and_sub_pages(env: WebShopEnv) -> None:
         "[SEP] style [SEP] crew neck [SEP] v-neck [SEP] T-Shirt [SEP] Price: $46.66 to $54.84 "
         "[SEP] Rating: N.A. [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now"
     )
-    assert {"click[blue]", "click[xxl]", "click[buy now]", "click[features]"} <= set(info["available_actions"])
+    assert {"click[blue]", "click[xxl]", "click[buy now]", "click[features]"} <= set(
+        info["available_actions"]
+    )
     env.step("click[blue]")
     env.step("click[XXL]")
     assert env.state.options == {"color": "blue", "size": "xxl"}
@@ -167,7 +180,18 @@ def test_buy_scores_with_webshop_reward(env: WebShopEnv) -> None:
     assert env.step("click[buy now]")[4]["valid"] is False
 
 
-MALFORMED: list[Any] = ["", "buy", "click[]", "click[nothing here]", "search[]", "search [", "go[home]", "click[buy now]", 7, None]
+MALFORMED: list[Any] = [
+    "",
+    "buy",
+    "click[]",
+    "click[nothing here]",
+    "search[]",
+    "search [",
+    "go[home]",
+    "click[buy now]",
+    7,
+    None,
+]
 
 
 @pytest.mark.parametrize("action", MALFORMED)
@@ -192,7 +216,13 @@ def test_step_limit_truncates(env: WebShopEnv) -> None:
     results = [env.step(a) for a in ("search[lamp]", "nonsense", "click[next >]")]
     assert not any(r[2] or r[3] for r in results[:2])
     _, reward, terminated, truncated, info = results[-1]
-    assert truncated and not terminated and reward == 0.0 and info["success"] is False and info["score"] == 0.0
+    assert (
+        truncated
+        and not terminated
+        and reward == 0.0
+        and info["success"] is False
+        and info["score"] == 0.0
+    )
 
 
 # ------------------------------------------------------------ search
@@ -204,7 +234,9 @@ def test_search_is_bm25_top_50_and_finds_goals(test_suite: TaskSuite) -> None:
     webshop = [t for t in test_suite if "webshop" in t.tags]
     found = sum(t.gold["asin"] in engine.search(t.instruction.lower()) for t in webshop)
     assert found / len(webshop) > 0.95
-    assert SearchEngine(bundled_catalog()).search("red running shoes") == engine.search("red running shoes")
+    assert SearchEngine(bundled_catalog()).search("red running shoes") == engine.search(
+        "red running shoes"
+    )
 
 
 # ------------------------------------------------------------ determinism, branching, checks
@@ -236,7 +268,9 @@ def test_snapshot_restore_replays(env: WebShopEnv) -> None:
 def test_bad_gold_and_config_are_rejected(test_suite: TaskSuite) -> None:
     task = test_suite.tasks[0]
     with pytest.raises(ValueError, match="not in catalog"):
-        WebShopEnv.validate_task(task.model_copy(update={"gold": {**task.gold, "asin": "B000000000"}}))
+        WebShopEnv.validate_task(
+            task.model_copy(update={"gold": {**task.gold, "asin": "B000000000"}})
+        )
     with pytest.raises(ValidationError, match="price_upper"):
         WebShopEnv.validate_task(task.model_copy(update={"gold": {**task.gold, "price_upper": 0}}))
     with pytest.raises(ValidationError, match="max_steps"):
@@ -245,6 +279,14 @@ def test_bad_gold_and_config_are_rejected(test_suite: TaskSuite) -> None:
         WebShopEnv.validate_task(task.model_copy(update={"config": {"catalog": "/no/such.json"}}))
     with pytest.raises(ResetNeeded):
         WebShopEnv().expert_action()
+
+
+def test_doc_page_example_runs() -> None:
+    import doctest
+
+    import agentgym.envs.webshop as page
+
+    assert doctest.testmod(page).failed == 0
 
 
 def test_gymnasium_make_and_conformance() -> None:

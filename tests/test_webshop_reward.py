@@ -40,7 +40,11 @@ def test_token_set_ratio_values(a: str, b: str, expected: int) -> None:
 
 def test_token_set_ratio_equals_thefuzz_where_installed() -> None:
     fuzz = pytest.importorskip("thefuzz.fuzz")
-    words = sorted({a for p in bundled_catalog() for a in p.attributes}) + ["z2-pink", "3t280", "rl56 | 60 silver mist"]
+    words = sorted({a for p in bundled_catalog() for a in p.attributes}) + [
+        "z2-pink",
+        "3t280",
+        "rl56 | 60 silver mist",
+    ]
     rng = random.Random(0)
     for _ in range(3000):
         a, b = rng.choice(words), rng.choice(words)
@@ -75,7 +79,9 @@ def product(**fields: Any) -> Product:
 
 def test_reward_formula_and_extra_options() -> None:
     goal = product(attributes=("easy clean",))
-    bought = product(asin="B2", name="Mop", attributes=("easy clean",), title_nouns=("mop",), query="mops")
+    bought = product(
+        asin="B2", name="Mop", attributes=("easy clean",), title_nouns=("mop",), query="mops"
+    )
     spec = GoalSpec(("easy clean", "non slip"), ("blue",), 20.0)
     reward, info = get_reward(bought, goal, spec, 15.0, {"color": "navy blue"})
     # different query, one shared breadcrumb level, no shared noun: r_type 0
@@ -89,7 +95,13 @@ def test_reward_formula_and_extra_options() -> None:
 
 @pytest.mark.parametrize(
     "query, category, title, expected",
-    [(False, False, 0.5, 1.0), (False, False, 0.2, 0.5), (True, False, 0.15, 1.0), (True, True, 0.05, 0.1), (True, True, 0.0, 0.0)],
+    [
+        (False, False, 0.5, 1.0),
+        (False, False, 0.2, 0.5),
+        (True, False, 0.15, 1.0),
+        (True, True, 0.05, 0.1),
+        (True, True, 0.0, 0.0),
+    ],
 )
 def test_r_type_rule(query: bool, category: bool, title: float, expected: float) -> None:
     assert r_type_rule(query, category, title) == expected
@@ -112,12 +124,17 @@ def test_recorded_rewards_decompose_into_webshop_terms() -> None:
         info, bought = done["reward_info"], done["content"]
         n_att, n_opt = len(goal["attributes"]), len(goal["goal_options"])
         assert (bought["price"] <= goal["price_upper"]) == info["r_price"]
-        assert r_type_rule(info["query_match"], info["category_match"], info["title_score"]) == info["r_type"]
+        assert (
+            r_type_rule(info["query_match"], info["category_match"], info["title_score"])
+            == info["r_type"]
+        )
         if n_opt:  # option matching needs only the purchased options (no title text here)
             stub = product(name="", title_nouns=())
             count = option_matches(stub, goal["goal_options"], bought["options"])
             assert count / n_opt == info["r_option"], goal["asin"]
-        total = (info["r_att"] * n_att + info.get("r_option", 0) * n_opt + info["r_price"]) / (n_att + n_opt + 1)
+        total = (info["r_att"] * n_att + info.get("r_option", 0) * n_opt + info["r_price"]) / (
+            n_att + n_opt + 1
+        )
         assert total * info["r_type"] == pytest.approx(done["reward"])
 
 
@@ -133,7 +150,9 @@ def test_trajectory_that_bought_the_goal_product_is_reproduced() -> None:
         price=done["content"]["price"], title_nouns=nouns,
     )  # fmt: skip
     spec = GoalSpec(tuple(goal["attributes"]), tuple(goal["goal_options"]), goal["price_upper"])
-    reward, info = get_reward(item, item, spec, done["content"]["price"], done["content"]["options"])
+    reward, info = get_reward(
+        item, item, spec, done["content"]["price"], done["content"]["options"]
+    )
     assert reward == done["reward"] == 1.0
     recorded = done["reward_info"]
     for key in ("r_type", "r_att", "query_match", "category_match", "r_price"):
@@ -149,7 +168,9 @@ def original_fixture(tmp_path: Path) -> tuple[Path, Path, Path]:
     attrs = json.loads((DATA / "items_ins_v2_1000.json").read_text())
     products, attributes, human = [], {}, {}
     for k, (asin, goal) in enumerate(sorted(goals.items())):
-        options = {"color": [{"value": v.title()} for v in goal["goal_options"]] + [{"value": "Navy/Blue"}]}
+        options = {
+            "color": [{"value": v.title()} for v in goal["goal_options"]] + [{"value": "Navy/Blue"}]
+        }
         products.append({
             "asin": asin, "name": goal["name"], "category": goal["category"], "query": f" {goal['query'].upper()} ",
             "product_category": goal["product_category"], "full_description": goal["name"],
@@ -158,27 +179,49 @@ def original_fixture(tmp_path: Path) -> tuple[Path, Path, Path]:
         })  # fmt: skip
         attributes[asin] = {"attributes": goal["attributes"]}
         text = goal["instruction_text"].split(", and price")[0]
-        human[asin] = [{"instruction": text, "instruction_attributes": goal["attributes"], "instruction_options": goal["goal_options"]}]
+        human[asin] = [
+            {
+                "instruction": text,
+                "instruction_attributes": goal["attributes"],
+                "instruction_options": goal["goal_options"],
+            }
+        ]
     real = next(iter(attrs))
-    products.append({**products[0], "asin": real}), products.append({**products[0]})  # one real ASIN, one duplicate
+    (
+        products.append({**products[0], "asin": real}),
+        products.append({**products[0]}),
+    )  # one real ASIN, one duplicate
     attributes[real] = attrs[real]
-    paths = (tmp_path / "items_shuffle.json", tmp_path / "items_ins_v2.json", tmp_path / "items_human_ins.json")
+    paths = (
+        tmp_path / "items_shuffle.json",
+        tmp_path / "items_ins_v2.json",
+        tmp_path / "items_human_ins.json",
+    )
     for path, content in zip(paths, (products, attributes, human), strict=True):
         path.write_text(json.dumps(content))
     return paths
 
 
 def test_pricing_and_options_parsing() -> None:
-    assert parse_pricing("$10.99") == (10.99,) and parse_pricing("$1,299.00 - $1,499.99") == (1299.0, 1499.99)
+    assert parse_pricing("$10.99") == (10.99,) and parse_pricing("$1,299.00 - $1,499.99") == (
+        1299.0,
+        1499.99,
+    )
     assert parse_pricing(None) == (DEFAULT_PRICE,) and parse_pricing("") == (DEFAULT_PRICE,)
-    assert parse_options({"Color": [{"value": " Navy/Blue "}], "Size": None}) == {"color": ("navy | blue",)}
+    assert parse_options({"Color": [{"value": " Navy/Blue "}], "Size": None}) == {
+        "color": ("navy | blue",)
+    }
 
 
 @needs_data
 def test_original_files_load_and_play(tmp_path: Path) -> None:
     files = original_fixture(tmp_path)
     names: dict[str, tuple[str, ...]] = {}
-    tagger = spacy_tagger() if available_model() else (lambda titles: [names.setdefault(t, tuple(t.lower().split())) for t in titles])
+    tagger = (
+        spacy_tagger()
+        if available_model()
+        else (lambda titles: [names.setdefault(t, tuple(t.lower().split())) for t in titles])
+    )
     catalog, goals = load_original(*files, tagger=tagger)
     assert len(catalog) == 10 and len(goals) == 9
     assert all(p.query == p.query.strip().lower() for p in catalog)
@@ -186,7 +229,13 @@ def test_original_files_load_and_play(tmp_path: Path) -> None:
     catalog.write(path)
     env = WebShopEnv()
     for k, goal in enumerate(goals):
-        task = Task(id=f"orig-{k}", env="agentgym/WebShop-v0", instruction=goal["instruction"], config={"catalog": str(path)}, gold=goal["gold"])
+        task = Task(
+            id=f"orig-{k}",
+            env="agentgym/WebShop-v0",
+            instruction=goal["instruction"],
+            config={"catalog": str(path)},
+            gold=goal["gold"],
+        )
         WebShopEnv.validate_task(task)
         env.reset(seed=0, options={"task": task})
         while True:

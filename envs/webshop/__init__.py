@@ -29,14 +29,15 @@ Episode end            ``Buy Now`` terminates; ``max_steps`` actions (default 15
                        truncate unsolved. The final ``info`` has ``success``, ``score`` and, on a
                        purchase, ``reward_info`` (r_type, r_att, r_option, r_price, ...)
 Splits                 ``webshop/test`` 500 (250 WebShop instructions, 250 option goals),
-                       ``webshop/train`` 5,135 (165 + 4,970); tags ``webshop``/``tau2`` and the
+                       ``webshop/train`` 5,131 (161 + 4,970); tags ``webshop``/``tau2`` and the
                        category
 Expert                 ``expert_action()``: searches with the instruction (the goal's title if
                        that misses), opens the goal product (else the best-scoring result),
                        clicks the wanted options, buys; reward 1 on every bundled task
 Search                 BM25 (bm25s, Lucene variant, Pyserini's k1 0.9 / b 0.4, Porter stems,
                        Lucene stop words) over title, description, first feature, options;
-                       about 10,000 searches/s (``benchmarks/webshop.py``)
+                       2,700-10,000 searches/s on one core, 7-11x SQLite FTS5
+                       (``benchmarks/webshop.py``)
 Catalog                1,050 products in WebShop's schema (``data/catalog.json``): the 1,000
                        WebShop records of ``items_ins_v2_1000.json`` (real ASINs, attributes,
                        queries and instructions; titles composed from them, price WebShop's

@@ -110,7 +110,9 @@ def _borrow_query(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
 def webshop_product(row: dict[str, Any]) -> Product:
     """A product from a WebShop record (derived fields as the module docstring says)."""
     attributes = tuple(row["attributes"])
-    name = _title(row["query"]) + (f" with {', '.join(_title(a) for a in attributes)}" if attributes else "")
+    name = _title(row["query"]) + (
+        f" with {', '.join(_title(a) for a in attributes)}" if attributes else ""
+    )
     breadcrumb = f"{TOP_CATEGORY[row['category']]} › {_title(row['query'])}"
     return Product(
         asin=row["asin"],
@@ -177,11 +179,16 @@ def build_catalog(data: Path, tagger: Tagger, seed: int = SEED) -> Catalog:
     return Catalog((Product.from_json(r) for r in rows), name="bundled")
 
 
-def write_bundle(data: Path, out: Path = BUNDLED, seed: int = SEED, model: str | None = None) -> dict[str, Any]:
+def write_bundle(
+    data: Path, out: Path = BUNDLED, seed: int = SEED, model: str | None = None
+) -> dict[str, Any]:
     """Write the catalog, its licences and provenance; return the provenance."""
     tagger = spacy_tagger(model)
     catalog = build_catalog(data, tagger, seed)
-    sources = {WEBSHOP_FILE: "princeton-nlp/WebShop (MIT)", TAU2_FILE: "sierra-research/tau2-bench (MIT)"}
+    sources = {
+        WEBSHOP_FILE: "princeton-nlp/WebShop (MIT)",
+        TAU2_FILE: "sierra-research/tau2-bench (MIT)",
+    }
     meta = {
         "generator": "agentgym.envs.webshop.build",
         "seed": seed,

@@ -64,7 +64,11 @@ class Product:
     """Title, joined features and description in lower case (the reward's substring checks)."""
 
     def __post_init__(self) -> None:
-        lowered = (self.name.lower(), " ".join(self.bullet_points).lower(), self.description.lower())
+        lowered = (
+            self.name.lower(),
+            " ".join(self.bullet_points).lower(),
+            self.description.lower(),
+        )
         object.__setattr__(self, "text_lower", lowered)
 
     @property

@@ -15,7 +15,14 @@ from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.envs.webshop.catalog import Catalog, bundled_catalog
 from agentgym.envs.webshop.expert import expert_action
 from agentgym.envs.webshop.goals import WebShopConfig, WebShopGold
-from agentgym.envs.webshop.pages import BACK_TO_SEARCH, BUY_NOW, NEXT_PAGE, PREV_PAGE, SUB_PAGES, Pages
+from agentgym.envs.webshop.pages import (
+    BACK_TO_SEARCH,
+    BUY_NOW,
+    NEXT_PAGE,
+    PREV_PAGE,
+    SUB_PAGES,
+    Pages,
+)
 from agentgym.envs.webshop.reward import get_reward
 from agentgym.envs.webshop.search import SearchEngine
 from agentgym.task import Task
@@ -110,7 +117,9 @@ class WebShopEnv(TextEnv):
         verb, argument = match.group(1).lower(), match.group(2).strip().lower()
         if verb == "search":
             if self.state.page != "search":
-                return self._invalid("search[...] works on the search page; click[back to search] first.")
+                return self._invalid(
+                    "search[...] works on the search page; click[back to search] first."
+                )
             return self._search(tuple(argument.split(" ")), 1)
         if argument not in self.clickables():
             return self._invalid(f"There is no {argument!r} to click on this page.")
@@ -154,7 +163,9 @@ class WebShopEnv(TextEnv):
         assert s.asin is not None  # Buy Now is only clickable on an item page
         catalog = self.shop.catalog
         bought, wanted = catalog[s.asin], catalog[self.gold.asin]
-        s.reward, s.reward_info = get_reward(bought, wanted, self.gold.spec(), bought.price, s.options)
+        s.reward, s.reward_info = get_reward(
+            bought, wanted, self.gold.spec(), bought.price, s.options
+        )
         s.page = "done"
         info = self._info(True) | {
             "success": s.reward >= 1.0,

@@ -32,7 +32,12 @@ from typing import Any
 
 from agentgym.envs.webshop.build import REPO_ROOT, WEBSHOP_FILE
 from agentgym.envs.webshop.catalog import DATA, Catalog, Product, bundled_catalog
-from agentgym.envs.webshop.goals import gold_dict, human_instruction, price_limit, synthetic_instruction
+from agentgym.envs.webshop.goals import (
+    gold_dict,
+    human_instruction,
+    price_limit,
+    synthetic_instruction,
+)
 from agentgym.envs.webshop.pages import Pages
 from agentgym.task import Task, write_tasks
 
@@ -136,9 +141,15 @@ def generate(data: Path, out: Path, seed: int = SEED) -> dict[str, Any]:
         "generator": "agentgym.envs.webshop.generate",
         "env": ENV_ID,
         "seed": seed,
-        "catalog": {"file": "envs/webshop/data/catalog.json", "sha256": _sha(DATA / "catalog.json")},
+        "catalog": {
+            "file": "envs/webshop/data/catalog.json",
+            "sha256": _sha(DATA / "catalog.json"),
+        },
         "counts": {
-            s: {"tasks": len(ts), "tags": dict(sorted(Counter(t for x in ts for t in x.tags).items()))}
+            s: {
+                "tasks": len(ts),
+                "tags": dict(sorted(Counter(t for x in ts for t in x.tags).items())),
+            }
             for s, ts in suites.items()
         },
         "sha256": {f: _sha(out / f) for f in files},

@@ -86,5 +86,7 @@ def gold_dict(
     asin: str, attributes: list[str], goal_options: dict[str, str], upper: float
 ) -> dict[str, Any]:
     """A validated ``Task.gold`` dict."""
-    gold = WebShopGold(asin=asin, attributes=attributes, goal_options=goal_options, price_upper=upper)
+    gold = WebShopGold(
+        asin=asin, attributes=attributes, goal_options=goal_options, price_upper=upper
+    )
     return gold.model_dump()

@@ -52,12 +52,18 @@ def parse_options(customization: dict[str, Any] | None) -> dict[str, tuple[str, 
 
 def _reviews(rows: Sequence[dict[str, Any]]) -> tuple[Review, ...]:
     return tuple(
-        Review(str(r.get("title", "")), int(float(r.get("score", r.get("stars", 0)))), str(r.get("body", r.get("review", ""))))
+        Review(
+            str(r.get("title", "")),
+            int(float(r.get("score", r.get("stars", 0)))),
+            str(r.get("body", r.get("review", ""))),
+        )
         for r in rows
     )
 
 
-def to_product(raw: dict[str, Any], attributes: dict[str, Any], reviews: dict[str, Any], rng: random.Random) -> Product:
+def to_product(
+    raw: dict[str, Any], attributes: dict[str, Any], reviews: dict[str, Any], rng: random.Random
+) -> Product:
     """One ``items_shuffle`` record as a product (nouns are added by :func:`load_original`)."""
     pricing = parse_pricing(raw.get("pricing"))
     price = pricing[0] if len(pricing) == 1 else rng.uniform(*pricing[:2])
@@ -121,7 +127,9 @@ def human_goals(catalog: Catalog, human_file: Path) -> list[dict[str, Any]]:
             goals.append(
                 {
                     "instruction": human_instruction(written["instruction"], price_text),
-                    "gold": gold_dict(product.asin, list(written["instruction_attributes"]), {}, upper)
+                    "gold": gold_dict(
+                        product.asin, list(written["instruction_attributes"]), {}, upper
+                    )
                     | {"goal_options": options},
                 }
             )

@@ -88,9 +88,9 @@ def attribute_matches(purchased: Purchasable, attributes: Sequence[str]) -> int:
     """``get_attribute_reward``'s count of goal attributes the product has."""
     matches = 0
     for wanted in attributes:
-        if any(token_set_ratio(have, wanted) > FUZZY_THRESHOLD for have in purchased.attributes):
-            matches += 1
-        elif _in_text(wanted, purchased):
+        if any(
+            token_set_ratio(have, wanted) > FUZZY_THRESHOLD for have in purchased.attributes
+        ) or _in_text(wanted, purchased):
             matches += 1
     return matches
 
