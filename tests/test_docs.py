@@ -9,6 +9,7 @@ import agentgym.envs.clarify
 import agentgym.envs.household
 import agentgym.envs.kbqa
 import agentgym.envs.oversight
+import agentgym.envs.webshop
 
 ROOT = Path(__file__).resolve().parent.parent
 
