@@ -65,7 +65,7 @@ def _api_routes(app: FastAPI, db: StoreReader) -> None:
 
     @app.get("/api/runs/{run_id}/episodes")
     def episodes(run_id: str, f: Annotated[queries.EpisodeFilter, Query()]) -> dict[str, Any]:
-        queries.run(db, run_id)
+        db.run_exists(run_id)
         return queries.episode_page(db, run_id, f)
 
     @app.get("/api/runs/{run_id}/summary")

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 TABLES = ("runs", "episodes", "steps")
+MMAP_BYTES = 1 << 30
+CACHE_KIB = 64 * 1024
 
 
 class StoreReader:
@@ -47,6 +49,10 @@ class StoreReader:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA query_only=1")
             conn.execute("PRAGMA busy_timeout=5000")
+            # Scans of big runs read every episode row: mapping the file and a larger page cache
+            # make them 2-3x faster than SQLite's default 2 MB cache of copied pages.
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             self._local.conn = conn
         return conn
 
@@ -57,6 +63,11 @@ class StoreReader:
     def one(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> dict[str, Any] | None:
         row = self.conn.execute(sql, args).fetchone()
         return dict(row) if row is not None else None
+
+    def run_exists(self, run_id: str) -> None:
+        """KeyError naming the store when ``run_id`` is not a run of it."""
+        if self.one("select 1 as ok from runs where id = ?", [run_id]) is None:
+            raise KeyError(f"no run {run_id!r} in {self.path}")
 
     def version(self) -> str:
         """Changes whenever a run or an episode is written: the live view polls this."""

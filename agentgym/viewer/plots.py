@@ -23,7 +23,7 @@ _SUMMARY_COLUMNS = "task_id, success, status, score, steps, prompt_tokens, compl
 
 def tag_summaries(db: StoreReader, run_id: str) -> list[dict[str, Any]]:
     """``metrics.summarize_by_tag`` over the run's episodes: all, then one row per tag."""
-    queries.run(db, run_id)  # KeyError for an unknown run
+    db.run_exists(run_id)
     rows = db.query(f"select {_SUMMARY_COLUMNS}, tags from episodes where run_id = ?", [run_id])
     for r in rows:
         r["tags"] = json.loads(r["tags"] or "[]")

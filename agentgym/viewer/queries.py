@@ -59,8 +59,12 @@ def episode_where(run_id: str, f: EpisodeFilter) -> tuple[str, list[Any]]:
         clauses.append("status = ?")
         args.append(f.status)
     if f.tag:
-        clauses.append("exists (select 1 from json_each(episodes.tags) where value = ?)")
-        args.append(f.tag)
+        # LIKE on the stored JSON text narrows cheaply; json_each then checks the exact element.
+        clauses.append(
+            "tags like ? escape '\\' "
+            "and exists (select 1 from json_each(episodes.tags) where value = ?)"
+        )
+        args += [_like(json.dumps(f.tag)), f.tag]
     if f.min_steps is not None:
         clauses.append("steps >= ?")
         args.append(f.min_steps)
@@ -118,14 +122,8 @@ def run(db: StoreReader, run_id: str) -> dict[str, Any]:
         raise KeyError(f"no run {run_id!r} in {db.path}")
     stats = db.one(_RUN_STATS.format(where="where run_id = ?"), [run_id])
     out = _with_stats(row, stats)
-    out["tags"] = [
-        r["value"]
-        for r in db.query(
-            "select distinct j.value from episodes, json_each(episodes.tags) as j "
-            "where run_id = ? order by j.value",
-            [run_id],
-        )
-    ]
+    tag_lists = db.query("select distinct tags from episodes where run_id = ?", [run_id])
+    out["tags"] = sorted({t for r in tag_lists for t in json.loads(r["tags"] or "[]")})
     return out
 
 
@@ -171,7 +169,7 @@ def compare(
     """Per task: how many samples each run solved; a task counts as solved by a run if any sample
     succeeded. Counts per verdict, then one page of tasks with the chosen verdict."""
     for ref in (a, b):
-        run(db, ref)  # KeyError for an unknown run
+        db.run_exists(ref)
     counts = {
         r["verdict"]: r["n"]
         for r in db.query(

@@ -1,5 +1,5 @@
 // One run: its summary, success by tag, and its episodes filtered, sorted and paged by the server.
-import { api, badge, clear, date, h, hashFor, int, money, num, pager, secs, successCell } from "./dom.js";
+import { api, badge, clear, date, errorBox, h, hashFor, int, money, num, pager, secs, successCell } from "./dom.js";
 import { barChart } from "./plots.js";
 
 const DEFAULTS = { success: "any", status: "any", tag: "", min_steps: "", max_steps: "", q: "", sort: "task", desc: "", page: "1", page_size: "50" };
@@ -23,23 +23,36 @@ export function runView(container, runId) {
 
   async function update(p) {
     params = { ...DEFAULTS, ...p };
+    const pending = refreshList(); // in parallel with the header: the list is what one waits for
     if (!built) {
-      await refreshHeader();
       built = true;
+      await refreshHeader();
     }
     syncForm(form, params);
-    await refreshList();
+    await pending;
   }
 
   async function refreshHeader() {
-    const [run, summary] = await Promise.all([api("runs/" + encodeURIComponent(runId)), api(`runs/${encodeURIComponent(runId)}/summary`)]);
+    const run = await api("runs/" + encodeURIComponent(runId));
     clear(header, runHeader(run));
-    clear(plot, summaryPlot(summary), summaryTable(summary));
-    if (!built) clear(form, filterControls(run.tags, go));
+    if (!form.childElementCount) clear(form, filterControls(run.tags, go));
+    loadSummary(); // the tag plot reads the whole run: drawn when ready, never waited for
   }
 
+  async function loadSummary() {
+    try {
+      const summary = await api(`runs/${encodeURIComponent(runId)}/summary`);
+      clear(plot, summaryPlot(summary), summaryTable(summary));
+    } catch (err) {
+      clear(plot, errorBox(err));
+    }
+  }
+
+  let latest = 0; // a slow answer to an older filter must not overwrite a newer one
   async function refreshList() {
+    const mine = ++latest;
     const page = await api(`runs/${encodeURIComponent(runId)}/episodes`, { ...params, desc: params.desc ? "true" : "" });
+    if (mine !== latest) return;
     clear(list, h("p", { id: "total", class: "total", dataset: { total: page.total } }, `${int(page.total)} episode${page.total === 1 ? "" : "s"} match`),
       episodesTable(runId, page.rows), pager(page.page, page.pages, (n) => go({ page: String(n) })));
   }
