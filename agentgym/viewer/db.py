@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 TABLES = ("runs", "episodes", "steps")
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 64 * 1024
+CACHE_ENTRIES = 32
+T = TypeVar("T")
 
 
 class StoreReader:
@@ -27,6 +30,8 @@ class StoreReader:
                 f"{self.path}`"
             )
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[Any, ...], Any] = {}
         self._check_tables()
 
     def _check_tables(self) -> None:
@@ -68,6 +73,19 @@ class StoreReader:
         """KeyError naming the store when ``run_id`` is not a run of it."""
         if self.one("select 1 as ok from runs where id = ?", [run_id]) is None:
             raise KeyError(f"no run {run_id!r} in {self.path}")
+
+    def cached(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()`` once per store version: whole-run aggregates are not redone per view."""
+        full = (*key, self.version())
+        with self._lock:
+            if full in self._cache:
+                return self._cache[full]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            self._cache[full] = value
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.pop(next(iter(self._cache)))
+        return value
 
     def version(self) -> str:
         """Changes whenever a run or an episode is written: the live view polls this."""
