@@ -190,3 +190,46 @@ def _watch_live_eval(browser: Any, path: Path, known: set[str]) -> list[int]:
             pass
         time.sleep(0.1)
     return counts
+
+
+def test_compare_tag_plot_and_errors(browser, viewer):
+    url, runs, path = viewer
+    store = agentgym.Store(path)
+    a, b = runs["clarify_expert"], runs["clarify_random"]
+    solved_b = {r["task_id"] for r in store.episode_rows(b) if r["success"]}
+    store.close()
+
+    # Two runs chosen on the runs page, compared per task.
+    browser.get(url + "#/")
+    wait_for(browser, lambda: len(rows(browser, "runs")) >= 3, "the runs")
+    for run_id in (a, b):
+        browser.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{run_id}'] input").click()
+    browser.find_element(By.ID, "compare-selected").click()
+    only_a = wait_for(
+        browser,
+        lambda: browser.find_element(By.CSS_SELECTOR, "#verdicts [data-verdict='only_a']"),
+        "the verdict counts",
+    )
+    assert only_a.text == f"only A ({200 - len(solved_b)})"
+    only_a.click()
+    wait_for(
+        browser,
+        lambda: {r.get_attribute("data-verdict") for r in rows(browser, "compare")} == {"only_a"},
+        "tasks only A solved",
+    )
+    assert len(rows(browser, "compare")) == min(100, 200 - len(solved_b))
+
+    # Success by tag: one bar per group (all + 5 tags), each with its interval.
+    browser.get(f"{url}#/run/{b}")
+    bars = wait_for(
+        browser,
+        lambda: browser.find_elements(By.CSS_SELECTOR, "#tag-plot svg g.bar-group"),
+        "the tag plot",
+    )
+    assert len(bars) == 6
+    assert len(rows(browser, "tag-summary")) == 6
+
+    # Bad addresses say what is wrong.
+    browser.get(f"{url}#/run/nope")
+    box = wait_for(browser, lambda: browser.find_element(By.CLASS_NAME, "error-box"), "an error")
+    assert "no run 'nope'" in box.text

@@ -54,9 +54,11 @@ export function lineChart(curves, title) {
   const steps = curves.flatMap((c) => c.points.map((p) => p.step));
   const lo = Math.min(...steps), hi = Math.max(...steps);
   const x = (v) => pad.left + (hi === lo ? 0.5 : (v - lo) / (hi - lo)) * (width - pad.left - pad.right);
-  for (const v of [...new Set([lo, hi])]) {
-    svg.append(s("text", { x: x(v), y: height - pad.bottom + 16, class: "axis", "text-anchor": "middle" }, `step ${v}`));
+  const ticks = [...new Set(steps)].sort((a, b) => a - b);
+  for (const v of ticks.length <= 12 ? ticks : [lo, hi]) {
+    svg.append(s("text", { x: x(v), y: height - pad.bottom + 16, class: "axis", "text-anchor": "middle" }, String(v)));
   }
+  svg.append(s("text", { x: width / 2, y: height - 8, class: "axis", "text-anchor": "middle" }, "training step"));
   curves.forEach((c, i) => {
     const g = s("g", { class: `curve c${i % 6}` });
     g.append(s("title", {}, c.label));

@@ -24,6 +24,7 @@ export function runView(container, runId) {
   async function update(p) {
     params = { ...DEFAULTS, ...p };
     const pending = refreshList(); // in parallel with the header: the list is what one waits for
+    pending.catch(() => {}); // if the header fails first, its error is the one shown
     if (!built) {
       built = true;
       await refreshHeader();
