@@ -40,7 +40,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import parse_qsl
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentgym.agent import Action, Agent, agent_factory
 
@@ -110,8 +110,10 @@ STRATEGY_SETS: dict[int, list[tuple[str, str]]] = {
 class AlsoConfig(BaseModel):
     """ALSO's options (``also:eta=3&arms=24&selector=mix@BASE``)."""
 
-    arms: Literal[13, 24, 48] = 13
-    """Strategy set size (arm 0 included)."""
+    model_config = ConfigDict(extra="forbid")
+
+    arms: int = 13
+    """Strategy set size (arm 0 included): 13, 24 or 48."""
     eta: float = Field(default=5.0, ge=0.5, le=10.0)
     """Inverse temperature of the softmax over decayed predicted rewards."""
     eta_sqrt_decay: bool = False
@@ -129,6 +131,13 @@ class AlsoConfig(BaseModel):
     hidden: int = 100
     seed: int = 0
     """Seeds the surrogate and the draws (mixed with the episode seed)."""
+
+    @field_validator("arms")
+    @classmethod
+    def _known_set(cls, arms: int) -> int:
+        if arms not in STRATEGY_SETS:
+            raise ValueError(f"arms must be one of {sorted(STRATEGY_SETS)}, got {arms}")
+        return arms
 
 
 # ---------------------------------------------------------------------------- embedders
@@ -150,8 +159,10 @@ class HashingEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = re.findall(r"[a-z0-9]+", text.lower())
-            for token in words + [f"{a} {b}" for a, b in zip(words, words[1:])]:
-                h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+            for token in words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]:
+                h = int.from_bytes(
+                    hashlib.blake2b(token.encode(), digest_size=8).digest(), "little"
+                )
                 out[row, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-8)
@@ -177,13 +188,15 @@ class MiniLMEmbedder:
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
         if todo:
-            batch = self.tokenizer(todo, padding=True, truncation=True, max_length=256, return_tensors="pt")
+            batch = self.tokenizer(
+                todo, padding=True, truncation=True, max_length=256, return_tensors="pt"
+            )
             with torch.no_grad():
                 hidden = self.model(**batch).last_hidden_state
             mask = batch["attention_mask"].unsqueeze(-1).float()
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             pooled = torch.nn.functional.normalize(pooled, dim=1)
-            self.cache.update(zip(todo, pooled.numpy()))
+            self.cache.update(zip(todo, pooled.numpy(), strict=True))
         return np.stack([self.cache[t] for t in texts]).astype(np.float32)
 
 
@@ -246,7 +259,7 @@ def train_surrogate(x: np.ndarray, y: np.ndarray, config: AlsoConfig, seed: int)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         sched.step()
         flat = flat + 1 if abs(previous - total / n) <= 1e-5 else 0
         previous = total / n
@@ -322,7 +335,11 @@ class AlsoBandit:
             return self._ucb1()
         if sel == "exp3-auer":
             return self._exp3_auer()
-        eta = self.config.eta / math.sqrt(self.t + 1) if self.config.eta_sqrt_decay else self.config.eta
+        eta = (
+            self.config.eta / math.sqrt(self.t + 1)
+            if self.config.eta_sqrt_decay
+            else self.config.eta
+        )
         if sel == "exp3":
             return softmax(eta * self.W)
         self.S = self.config.gamma * self.S + self.scores(context)
@@ -330,7 +347,9 @@ class AlsoBandit:
             return softmax(eta * self.S)
         if sel == "mix":
             return softmax(eta * 0.5 * (zscore(self.S) + zscore(self.W)))
-        raise ValueError(f"unknown selector {sel!r}; allowed: expo, exp3, mix, ucb1, exp3-auer, fixed:K")
+        raise ValueError(
+            f"unknown selector {sel!r}; allowed: expo, exp3, mix, ucb1, exp3-auer, fixed:K"
+        )
 
     def scores(self, context: np.ndarray) -> np.ndarray:
         """s_t(k) = f(e_k, c_t) from a surrogate trained from scratch now (0s without data)."""
@@ -343,7 +362,9 @@ class AlsoBandit:
 
     def inputs(self, context: np.ndarray) -> np.ndarray:
         """concat(e_k, c_t) for every arm."""
-        return np.hstack([self.arms, np.repeat(context[None, :], len(self.arms), axis=0)]).astype(np.float32)
+        return np.hstack([self.arms, np.repeat(context[None, :], len(self.arms), axis=0)]).astype(
+            np.float32
+        )
 
     def select(self, context: np.ndarray) -> tuple[int, np.ndarray]:
         """Pick this turn's arm; its reward is expected through :meth:`reward` next turn."""
@@ -379,7 +400,9 @@ def zscore(v: np.ndarray) -> np.ndarray:
 class AlsoAgent:
     """Wraps any agent; before each turn a bandit picks the strategy added to its prompt."""
 
-    def __init__(self, base: Agent, config: AlsoConfig | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, base: Agent, config: AlsoConfig | None = None, embedder: Embedder | None = None
+    ) -> None:
         self.base = base
         self.config = config or AlsoConfig()
         self.embedder = embedder or make_embedder(self.config.embedder)
@@ -388,7 +411,10 @@ class AlsoAgent:
 
     def reset(self, info: dict[str, Any]) -> None:
         persona = str(info.get("persona") or "")
-        texts = [f"{persona}\nStrategy: {s}".strip() if s else persona or "(persona)" for _, s in self.strategies]
+        texts = [
+            f"{persona}\nStrategy: {s}".strip() if s else persona or "(persona)"
+            for _, s in self.strategies
+        ]
         seed = self.config.seed * 1_000_003 + int(info.get("seed") or 0)
         self.bandit = AlsoBandit(self.embedder.embed(texts), self.config, seed=seed)
         self.own_history: list[str] = []
@@ -406,7 +432,9 @@ class AlsoAgent:
         prompt = f"Strategy: {strategy}\n{observation}" if strategy else observation
         action = self.base.act(prompt, info)
         self.own_history.append(action.text if isinstance(action, Action) else str(action))
-        self.trace.append({"arm": arm, "strategy": self.strategies[arm][0], "p": float(p[arm]), "reward": None})
+        self.trace.append(
+            {"arm": arm, "strategy": self.strategies[arm][0], "p": float(p[arm]), "reward": None}
+        )
         return action
 
 
@@ -425,13 +453,23 @@ def parse_spec(arg: str) -> tuple[AlsoConfig, str]:
     query = dict(parse_qsl(options, strict_parsing=True))
     unknown = set(query) - set(AlsoConfig.model_fields)
     if unknown:
-        raise ValueError(f"unknown ALSO option(s) {sorted(unknown)}; allowed: {sorted(AlsoConfig.model_fields)}")
-    return AlsoConfig.model_validate(query), base
+        raise ValueError(
+            f"unknown ALSO option(s) {sorted(unknown)}; allowed: {sorted(AlsoConfig.model_fields)}"
+        )
+    try:
+        return AlsoConfig.model_validate(query), base
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(
+            f"bad ALSO option {'.'.join(map(str, err['loc']))}: {err['msg']}"
+        ) from None
 
 
 def also_agent(arg: str, env: Any, factory: Callable[[str], Any] = agent_factory) -> AlsoAgent:
     """Entry point of ``--agent also:[OPTIONS@]BASE`` (e.g. ``also:openai:gpt-4o-mini``)."""
     config, base = parse_spec(arg)
     if not base:
-        raise ValueError("also: needs a base agent spec, e.g. also:openai:MODEL or also:scripted:follower")
+        raise ValueError(
+            "also: needs a base agent spec, e.g. also:openai:MODEL or also:scripted:follower"
+        )
     return AlsoAgent(factory(base)(env), config)

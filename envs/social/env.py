@@ -89,7 +89,13 @@ class SocialEnv(TextEnv):
             return obs, 0.0, False, False, info
         assert evaluation is not None
         success = evaluation.scores["goal"] >= SUCCESS_GOAL
-        return obs, evaluation.normalized, True, False, {**info, "success": success, "score": evaluation.normalized}
+        return (
+            obs,
+            evaluation.normalized,
+            True,
+            False,
+            {**info, "success": success, "score": evaluation.normalized},
+        )
 
     def _step_invalid(self, message: str) -> StepResult:
         """A non-text action is a malformed turn (Sotopia's failed parse: ``none``)."""
@@ -109,7 +115,11 @@ class SocialEnv(TextEnv):
 
     def _info(self, valid: bool, evaluation: Evaluation | None = None) -> dict[str, Any]:
         game = self.state.game
-        info: dict[str, Any] = {"valid": valid, "turn": game.turn, "turns_left": self.config.max_turns - game.turn}
+        info: dict[str, Any] = {
+            "valid": valid,
+            "turn": game.turn,
+            "turns_left": self.config.max_turns - game.turn,
+        }
         if evaluation is not None:
             info["evaluation"] = evaluation.summary()
         if game.agreement is not None:

@@ -67,7 +67,9 @@ def load(data: Path) -> dict[str, Any]:
     }
 
 
-def make_task(records: dict[str, Any], combo: dict[str, Any], split: str, seat: int, partner: str) -> Task:
+def make_task(
+    records: dict[str, Any], combo: dict[str, Any], split: str, seat: int, partner: str
+) -> Task:
     env = records["envs"][combo["env_id"]]
     agents = [AgentProfile.model_validate(records["agents"][i]) for i in combo["agent_ids"]]
     relationship = records["relationships"][frozenset(combo["agent_ids"])]
@@ -91,7 +93,9 @@ def make_task(records: dict[str, Any], combo: dict[str, Any], split: str, seat: 
 
 
 def suites(records: dict[str, Any]) -> dict[str, list[Task]]:
-    combos = sorted(records["combos"], key=lambda c: (records["envs"][c["env_id"]]["codename"], c["combo_id"]))
+    combos = sorted(
+        records["combos"], key=lambda c: (records["envs"][c["env_id"]]["codename"], c["combo_id"])
+    )
     source = {c["combo_id"]: records["envs"][c["env_id"]]["source"] for c in combos}
     return {
         "all": [make_task(records, c, "all", 0, "llm") for c in combos],
@@ -111,7 +115,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     records = load(args.data)
     args.out.mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {"generator": "agentgym.envs.social.generate", "env": ENV_ID, "suites": {}}
+    manifest: dict[str, Any] = {
+        "generator": "agentgym.envs.social.generate",
+        "env": ENV_ID,
+        "suites": {},
+    }
     for name, tasks in suites(records).items():
         path = args.out / f"{name}.jsonl"
         write_tasks(path, tasks)

@@ -62,7 +62,9 @@ class Evaluation(BaseModel):
     @model_validator(mode="after")
     def _in_range(self) -> Evaluation:
         if set(self.scores) != set(DIMENSIONS):
-            raise ValueError(f"scores must name exactly {sorted(DIMENSIONS)}, got {sorted(self.scores)}")
+            raise ValueError(
+                f"scores must name exactly {sorted(DIMENSIONS)}, got {sorted(self.scores)}"
+            )
         for dim, value in self.scores.items():
             lo, hi = DIMENSIONS[dim]
             if not lo <= value <= hi:
@@ -77,7 +79,10 @@ class Evaluation(BaseModel):
     @property
     def normalized(self) -> float:
         """ALSO's reward: the mean of the scores min-max scaled to 0..1."""
-        parts = [(v - DIMENSIONS[d][0]) / (DIMENSIONS[d][1] - DIMENSIONS[d][0]) for d, v in self.scores.items()]
+        parts = [
+            (v - DIMENSIONS[d][0]) / (DIMENSIONS[d][1] - DIMENSIONS[d][0])
+            for d, v in self.scores.items()
+        ]
         return sum(parts) / len(parts)
 
     def summary(self) -> dict[str, object]:
@@ -113,17 +118,27 @@ class RuleJudge:
         return [self._seat(config, state, seat) for seat in (0, 1)]
 
     def _seat(self, config: SocialConfig, state: GameState, seat: int) -> Evaluation:
-        said = [e.action.argument for e in state.events if e.seat == seat and e.action.action_type == "speak"]
+        said = [
+            e.action.argument
+            for e in state.events
+            if e.seat == seat and e.action.action_type == "speak"
+        ]
         hostile = sum(bool(HOSTILE.search(s)) for s in said)
         invalid = sum(not e.valid for e in state.events if e.seat == seat)
         repeats = len(said) - len(set(said))
         agreed = agreed_utility(state, config, seat)
-        value = agreed if agreed is not None else (0.0 if state.done else open_offer_utility(state, config, seat) or 0.0)
+        value = (
+            agreed
+            if agreed is not None
+            else (0.0 if state.done else open_offer_utility(state, config, seat) or 0.0)
+        )
         left_without_deal = state.left == seat and agreed is None
         other_offers = {m for m in state.offers_made[1 - seat]}
         scores = {
             "goal": round(10 * value, 4),
-            "financial_and_material_benefits": round(10 * agreed - 5, 4) if agreed is not None else 0.0,
+            "financial_and_material_benefits": round(10 * agreed - 5, 4)
+            if agreed is not None
+            else 0.0,
             "relationship": clip(2 * (agreed is not None) - 2 * left_without_deal - hostile, -5, 5),
             "knowledge": min(10.0, 2.0 * len(other_offers)),
             "secret": -10.0 if leaks(config.agents[seat].secret, said) else 0.0,

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentgym.envs.social.config import RELATIONSHIPS, SocialConfig
 from agentgym.envs.social.game import GameState
 from agentgym.envs.social.judge import DIMENSIONS, Evaluation, JudgeError
@@ -69,7 +71,9 @@ def judge_prompt(config: SocialConfig, state: GameState) -> str:
             f"Agent {seat + 1}: {agent.name}\nBackground: {agent.self_description()}\n"
             f"Social goal: {config.goals[seat]}"
         )
-    rubric = "\n".join(f"- {dim} ({lo:g}..{hi:g}): {RUBRIC[dim]}" for dim, (lo, hi) in DIMENSIONS.items())
+    rubric = "\n".join(
+        f"- {dim} ({lo:g}..{hi:g}): {RUBRIC[dim]}" for dim, (lo, hi) in DIMENSIONS.items()
+    )
     example = {dim: ["reasoning ...", int(hi)] for dim, (_, hi) in DIMENSIONS.items()}
     return "\n\n".join(
         [
@@ -96,7 +100,12 @@ def parse_judgement(text: str) -> list[Evaluation]:
             if dim not in data[key]:
                 raise ValueError(f"{key} lacks the dimension {dim!r}")
             reasons[dim], scores[dim] = _score(data[key][dim], f"{key}.{dim}")
-        evaluations.append(Evaluation(scores=scores, reasoning=reasons))
+        try:
+            evaluations.append(Evaluation(scores=scores, reasoning=reasons))
+        except ValidationError as e:
+            raise ValueError(
+                f"{key}: {e.errors()[0]['msg'].removeprefix('Value error, ')}"
+            ) from None
     return evaluations
 
 
@@ -144,6 +153,14 @@ class LLMJudge:
                 return parse_judgement(reply)
             except ValueError as e:  # pydantic's ValidationError is a ValueError too
                 problems.append(str(e).splitlines()[0])
-                messages = [*messages[:1], {"role": "assistant", "content": reply},
-                            {"role": "user", "content": f"That reply is invalid: {problems[-1]}. Reply again with the JSON object only."}]
-        raise JudgeError(f"the LLM judge gave no valid evaluation in {self.max_tries} tries: {problems}")
+                messages = [
+                    *messages[:1],
+                    {"role": "assistant", "content": reply},
+                    {
+                        "role": "user",
+                        "content": f"That reply is invalid: {problems[-1]}. Reply again with the JSON object only.",
+                    },
+                ]
+        raise JudgeError(
+            f"the LLM judge gave no valid evaluation in {self.max_tries} tries: {problems}"
+        )

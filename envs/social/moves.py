@@ -78,7 +78,9 @@ def _share(text: str, deal: ItemDeal) -> tuple[tuple[str, int], ...]:
     for word, raw in pairs:
         item = singular(word)
         if item not in deal.counts:
-            raise MoveError(f"unknown item {word!r}; the items are {', '.join(sorted(deal.counts))}")
+            raise MoveError(
+                f"unknown item {word!r}; the items are {', '.join(sorted(deal.counts))}"
+            )
         if int(raw) > deal.counts[item]:
             raise MoveError(f"there are only {deal.counts[item]} {item}(s), not {raw}")
         share[item] = int(raw)

@@ -52,7 +52,7 @@ class ItemDeal(BaseModel):
         """Every possible share for one side (all units of every item split in two)."""
         items = sorted(self.counts)
         ranges = [range(self.counts[i] + 1) for i in items]
-        return [dict(zip(items, combo)) for combo in itertools.product(*ranges)]
+        return [dict(zip(items, combo, strict=True)) for combo in itertools.product(*ranges)]
 
 
 class PriceDeal(BaseModel):
@@ -100,9 +100,7 @@ def singular(word: str) -> str:
 def parse_counts(scenario: str) -> dict[str, int]:
     """Item counts from a deal-or-no-deal scenario ("3 books, 2 hats, and 1 ball")."""
     counts: dict[str, int] = {}
-    for raw, word in re.findall(
-        r"\b(\d+)\s+([a-z]+)", scenario.lower()
-    ):
+    for raw, word in re.findall(r"\b(\d+)\s+([a-z]+)", scenario.lower()):
         counts[singular(word)] = int(raw)
     if len(counts) < 2:
         raise ValueError(f"found no item list in scenario {scenario[:80]!r}")
@@ -150,9 +148,7 @@ def parse_price_deal(scenario: str, goals: list[str]) -> PriceDeal:
             raise ValueError(f"no role and target price in goal {goal[:100]!r}")
         roles.append("buyer" if role.group(1) == "buyer" else "seller")
         targets.append(float(price.group(1).replace(",", "")))
-    return PriceDeal(
-        listing=float(listing.group(1).replace(",", "")), roles=roles, targets=targets
-    )
+    return PriceDeal(listing=float(listing.group(1).replace(",", "")), roles=roles, targets=targets)
 
 
 def parse_deal(source: str, scenario: str, goals: list[str]) -> Deal | None:

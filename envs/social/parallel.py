@@ -50,11 +50,11 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
         self.rng = np.random.default_rng()
         self.task: Task | None = None
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - PettingZoo wants the same object per agent
+    @functools.cache  # noqa: B019 - PettingZoo wants the same object per agent
     def observation_space(self, agent: str) -> UnicodeText:
         return UnicodeText(max_length=1 << 20)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019
+    @functools.cache  # noqa: B019
     def action_space(self, agent: str) -> UnicodeText:
         return UnicodeText(max_length=1 << 14)
 
@@ -85,17 +85,34 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
             return self.suite[task]
         return self.suite.tasks[int(self.rng.integers(len(self.suite)))]
 
-    def step(self, actions: dict[str, str]) -> tuple[dict[str, str], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
+    def step(
+        self, actions: dict[str, str]
+    ) -> tuple[
+        dict[str, str],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
         if not self.agents:
             raise RuntimeError("the episode is over; call reset()")
         seat = self.state.acting
         action = actions.get(AGENTS[seat])
         event = play_turn(self.state, self.config, action if isinstance(action, str) else "")
         done = self.state.done
-        evaluations = self.judge.evaluate(self.config, self.state) if done or self.evaluate_every_turn else None
+        evaluations = (
+            self.judge.evaluate(self.config, self.state)
+            if done or self.evaluate_every_turn
+            else None
+        )
         obs = {a: self._observe(i) for i, a in enumerate(AGENTS)}
-        rewards = {a: evaluations[i].normalized if done and evaluations else 0.0 for i, a in enumerate(AGENTS)}
-        infos = {a: self._info(i, event.valid or i != seat, evaluations) for i, a in enumerate(AGENTS)}
+        rewards = {
+            a: evaluations[i].normalized if done and evaluations else 0.0
+            for i, a in enumerate(AGENTS)
+        }
+        infos = {
+            a: self._info(i, event.valid or i != seat, evaluations) for i, a in enumerate(AGENTS)
+        }
         flags = dict.fromkeys(AGENTS, done)
         truncated = dict.fromkeys(AGENTS, False)
         if done:
@@ -107,7 +124,9 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
         self.seen[seat] = len(self.state.events)
         return text
 
-    def _info(self, seat: int, valid: bool, evaluations: list[Evaluation] | None = None) -> dict[str, Any]:
+    def _info(
+        self, seat: int, valid: bool, evaluations: list[Evaluation] | None = None
+    ) -> dict[str, Any]:
         info: dict[str, Any] = {
             "name": self.config.names[seat],
             "turn": self.state.turn,

@@ -69,7 +69,9 @@ class Negotiator:
     def act(self, config: SocialConfig, state: GameState, seat: int) -> str:
         """The next action of ``seat`` (it must be ``seat``'s turn)."""
         if config.deal is None:
-            raise ValueError(f"scripted partners negotiate only verifiable deals, not {config.source!r}")
+            raise ValueError(
+                f"scripted partners negotiate only verifiable deals, not {config.source!r}"
+            )
         if self.demand < 0:
             self.reset()
         if state.agreement is not None:
@@ -78,7 +80,9 @@ class Negotiator:
         self.demand = max(self.stance.floor, self.demand)
         offer = open_offer_utility(state, config, seat)
         turns_left = config.max_turns - state.turn
-        if offer is not None and (offer >= min(1.0, self.demand) or (turns_left <= 2 and offer >= self.stance.floor)):
+        if offer is not None and (
+            offer >= min(1.0, self.demand) or (turns_left <= 2 and offer >= self.stance.floor)
+        ):
             return "action: accept"
         own_turns = sum(e.seat == seat for e in state.events)
         if self.stance.talk_every and own_turns % self.stance.talk_every == 1:
@@ -88,7 +92,9 @@ class Negotiator:
     def update(self, config: SocialConfig, state: GameState, seat: int) -> None:
         """Move the demand before acting (strategies override)."""
         if any(e.seat == seat for e in state.events):
-            self.demand -= self.stance.step + self.stance.reciprocity * last_concession(config, state, seat)
+            self.demand -= self.stance.step + self.stance.reciprocity * last_concession(
+                config, state, seat
+            )
 
     def proposal(self, config: SocialConfig, state: GameState, seat: int) -> Move:
         """The move that meets the current demand."""
@@ -105,7 +111,9 @@ class Negotiator:
 
         def key(a: dict[str, int]) -> tuple[float, float]:
             given = deal.rest(a)
-            gift = sum(wish.get(i, 0) * n for i, n in given.items()) if self.stance.integrative else 0
+            gift = (
+                sum(wish.get(i, 0) * n for i, n in given.items()) if self.stance.integrative else 0
+            )
             return (deal.points(seat, a), -gift - 0.001 * sum(given.values()))
 
         return min(enough, key=key)
@@ -124,7 +132,11 @@ def other_offers(config: SocialConfig, state: GameState, seat: int) -> list[floa
 
 
 def last_concession(config: SocialConfig, state: GameState, seat: int) -> float:
-    """How much the other side's latest proposal improved on its previous one (for ``seat``)."""
+    """How much the other side's last turn improved its proposal (for ``seat``); 0 when that
+    turn was no proposal (talk, a refusal) or its first one."""
+    theirs = [e for e in state.events if e.seat == 1 - seat]
+    if not theirs or theirs[-1].move is None or theirs[-1].move.kind not in ("propose", "offer"):
+        return 0.0
     values = other_offers(config, state, seat)
     return values[-1] - values[-2] if len(values) >= 2 else 0.0
 
@@ -132,7 +144,9 @@ def last_concession(config: SocialConfig, state: GameState, seat: int) -> float:
 def other_wishes(deal: ItemDeal, state: GameState, seat: int) -> dict[str, float]:
     """Units of each item the other side has asked for, on average: a guess at what it values."""
     asks = [dict(m.share) for m in state.offers_made[1 - seat]]
-    return {i: sum(a.get(i, 0) for a in asks) / max(1, len(asks)) / deal.counts[i] for i in deal.counts}
+    return {
+        i: sum(a.get(i, 0) for a in asks) / max(1, len(asks)) / deal.counts[i] for i in deal.counts
+    }
 
 
 TALK = {
@@ -150,7 +164,9 @@ class TitForTat(Negotiator):
         if own == 1:
             self.demand -= 0.05
         elif own > 1:
-            self.demand = min(self.stance.opening, self.demand - last_concession(config, state, seat))
+            self.demand = min(
+                self.stance.opening, self.demand - last_concession(config, state, seat)
+            )
 
 
 @dataclass
@@ -169,13 +185,15 @@ class Switcher(Negotiator):
         if conceded > CONCEDED:
             self.demand -= 1.5 * conceded + 0.05
         else:
-            self.demand = min(self.stance.opening, self.demand + 0.05 + 0.05 * stubbornness(config, state, seat))
+            self.demand = min(
+                self.stance.opening, self.demand + 0.05 + 0.05 * stubbornness(config, state, seat)
+            )
 
 
 def stubbornness(config: SocialConfig, state: GameState, seat: int) -> float:
     """Share of the other side's proposals that conceded nothing on the previous one."""
     values = other_offers(config, state, seat)
-    steps = [b - a for a, b in zip(values, values[1:])]
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
     return sum(s <= CONCEDED for s in steps) / len(steps) if steps else 0.0
 
 
@@ -191,14 +209,20 @@ def make_negotiator(spec: str) -> Negotiator:
     """A fresh negotiator for ``NAME[?switch=N]`` (a name of :data:`STRATEGIES`)."""
     name, _, query = spec.partition("?")
     if name not in STRATEGIES:
-        raise ValueError(f"unknown scripted partner {name!r}; allowed: {', '.join(sorted(STRATEGIES))}")
+        raise ValueError(
+            f"unknown scripted partner {name!r}; allowed: {', '.join(sorted(STRATEGIES))}"
+        )
     options = dict(parse_qsl(query))
     negotiator = replace(STRATEGIES[name], stance=replace(STRATEGIES[name].stance))
     if "switch" in options:
         if not isinstance(negotiator, Switcher) or not options["switch"].isdigit():
-            raise ValueError(f"option switch=N (a turn number) applies only to switcher, got {spec!r}")
+            raise ValueError(
+                f"option switch=N (a turn number) applies only to switcher, got {spec!r}"
+            )
         negotiator.switch = int(options["switch"])
     if unknown := set(options) - {"switch"}:
-        raise ValueError(f"unknown partner option(s) {sorted(unknown)} in {spec!r}; allowed: switch")
+        raise ValueError(
+            f"unknown partner option(s) {sorted(unknown)} in {spec!r}; allowed: switch"
+        )
     negotiator.reset()
     return negotiator

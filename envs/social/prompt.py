@@ -43,7 +43,7 @@ def background(config: SocialConfig, seat: int) -> str:
         lines.append(f"Agreements are made with {move_syntax(config.deal)}")
     lines += [
         f"The conversation lasts at most {config.max_turns} turns; {config.names[0]} acts on even "
-        f"turns and {config.names[1]} on odd turns. You can \"leave\" the conversation if you have "
+        f'turns and {config.names[1]} on odd turns. You can "leave" the conversation if you have '
         "achieved your goal, it makes you uncomfortable, you lose interest, or for other reasons.",
     ]
     return "\n".join(lines)

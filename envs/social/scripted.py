@@ -72,7 +72,11 @@ class ScriptedPlayer:
     """Plays the player's seat with a scripted negotiator (reads the env's state, like ``expert``)."""
 
     def __init__(
-        self, env: Any, negotiator: Negotiator, follow_strategy: bool = False, seat: int | None = None
+        self,
+        env: Any,
+        negotiator: Negotiator,
+        follow_strategy: bool = False,
+        seat: int | None = None,
     ) -> None:
         self.env = env.unwrapped
         self.negotiator = negotiator
@@ -86,7 +90,9 @@ class ScriptedPlayer:
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         env = self.env
-        game = getattr(env.state, "game", env.state)  # SocialEnv wraps the game, the parallel env not
+        game = getattr(
+            env.state, "game", env.state
+        )  # SocialEnv wraps the game, the parallel env not
         seat = env.config.seat if self.seat is None else self.seat
         if self.follow_strategy:
             self.negotiator.stance = stance_for(strategy_text(observation))
