@@ -27,7 +27,7 @@ def tag_summaries(db: StoreReader, run_id: str) -> list[dict[str, Any]]:
     Linear in the run's episodes (about 2 s for 100,000), so it is cached per store version.
     """
     db.run_exists(run_id)
-    return db.cached(("tags", run_id), lambda: _tag_summaries(db, run_id))
+    return db.cached(("summary", run_id), lambda: _tag_summaries(db, run_id))
 
 
 def _tag_summaries(db: StoreReader, run_id: str) -> list[dict[str, Any]]:

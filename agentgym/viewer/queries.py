@@ -99,32 +99,37 @@ _RUN_STATS = (
     "select run_id, count(*) as episodes, sum(success) as successes, "
     "sum(status = 'error') as errors, sum(cost) as cost, "
     "sum(prompt_tokens + completion_tokens) as tokens, max(started_at + duration_s) as last_at "
-    "from episodes {where} group by run_id"
+    "from episodes group by run_id"
 )
 
 
 def runs(db: StoreReader, q: str | None = None) -> list[dict[str, Any]]:
     """Every run, newest first, with episode counts, success and its 95% Wilson interval."""
-    stats = {r["run_id"]: r for r in db.query(_RUN_STATS.format(where=""))}
-    out = []
-    for run in db.query("select * from runs order by created_at desc"):
-        text = f"{run['name']} {run['suite']} {run['agent']} {run['id']}".lower()
-        if q and q.lower() not in text:
-            continue
-        out.append(_with_stats(run, stats.get(run["id"])))
-    return out
+    every = db.cached(("runs",), lambda: _all_runs(db))
+    if not q:
+        return every
+    return [
+        r for r in every if q.lower() in f"{r['name']} {r['suite']} {r['agent']} {r['id']}".lower()
+    ]
+
+
+def _all_runs(db: StoreReader) -> list[dict[str, Any]]:
+    stats = {r["run_id"]: r for r in db.query(_RUN_STATS)}
+    rows = db.query("select * from runs order by created_at desc")
+    return [_with_stats(run, stats.get(run["id"])) for run in rows]
 
 
 def run(db: StoreReader, run_id: str) -> dict[str, Any]:
-    """One run by its full id, with its stats and tags; KeyError names the known runs."""
-    row = db.one("select * from runs where id = ?", [run_id])
-    if row is None:
-        raise KeyError(f"no run {run_id!r} in {db.path}")
-    stats = db.one(_RUN_STATS.format(where="where run_id = ?"), [run_id])
-    out = _with_stats(row, stats)
-    tag_lists = db.query("select distinct tags from episodes where run_id = ?", [run_id])
-    out["tags"] = sorted({t for r in tag_lists for t in json.loads(r["tags"] or "[]")})
+    """One run by its full id, with its stats and tags; KeyError names the store."""
+    db.run_exists(run_id)
+    out = dict(next(r for r in runs(db) if r["id"] == run_id))
+    out["tags"] = db.cached(("tags", run_id), lambda: _tags(db, run_id))
     return out
+
+
+def _tags(db: StoreReader, run_id: str) -> list[str]:
+    tag_lists = db.query("select distinct tags from episodes where run_id = ?", [run_id])
+    return sorted({t for r in tag_lists for t in json.loads(r["tags"] or "[]")})
 
 
 def _with_stats(run: dict[str, Any], stats: dict[str, Any] | None) -> dict[str, Any]:
