@@ -360,5 +360,29 @@ def view(
         serve_viewer(db, host=host, port=port)
 
 
+@app.command()
+def train(
+    config: Annotated[Path | None, typer.Argument(help="A YAML training config")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", "-c", help="Override a config field: -c algo.kl_coef=0.01"),
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Where envs step: local, or ray (Ray actors)")
+    ] = None,
+    address: Annotated[str | None, typer.Option(help="Ray cluster address")] = None,
+) -> None:
+    """Train a policy (SFT, GRPO, REINFORCE++, GiGPO, PPO) from CONFIG and -c overrides."""
+    from agentgym.train.cli import run_train
+    from agentgym.train.config import load_config
+
+    overrides = list(set_ or [])
+    overrides += [f"rollout.backend={backend}"] * (backend is not None)
+    overrides += [f"rollout.address={address}"] * (address is not None)
+    with user_errors():
+        cfg = load_config(config, overrides)
+    run_train(cfg, console)
+
+
 if __name__ == "__main__":
     app()

@@ -51,6 +51,9 @@ class Batch:
     """Value targets at the positions that predict a turn's value (PPO; 0 elsewhere)."""
     value_weights: torch.Tensor
     """1 / (value targets in the batch) at those positions, 0 elsewhere."""
+    context_weights: torch.Tensor
+    """Token-mean weights over the context (prompt and observation) tokens, for SFT's optional
+    language-modelling loss on the context."""
 
     @property
     def rows(self) -> int:
@@ -139,7 +142,11 @@ def build_batch(
             has_ret[r, max(lo - 1, 0) : hi - 1] = known.float()
     index = torch.tensor([r[0] for r in rows], dtype=torch.long)
     value_w = has_ret / has_ret.sum().clamp(min=1)
-    return Batch(ids, attn, mask, old, adv, index, token_weights(mask, index, agg), ret, value_w)
+    context = attn.float() - (mask > 0).float()
+    context[:, 0] = 0.0  # the first token has no prediction
+    context_w = context / context.sum().clamp(min=1)
+    weights = token_weights(mask, index, agg)
+    return Batch(ids, attn, mask, old, adv, index, weights, ret, value_w, context_w)
 
 
 def turn_to_tokens(ep: TokenEpisode, per_turn: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -151,6 +151,9 @@ class SFTConfig(_Strict):
     """Train on successful episodes only."""
     batch_size: int = Field(16, ge=1)
     """Episodes per optimiser step."""
+    context_weight: float = Field(0.0, ge=0.0)
+    """Weight of a language-modelling loss on the context tokens ("train on inputs"); helps
+    models trained from scratch learn to copy from their context."""
 
 
 class TrainConfig(_Strict):

@@ -34,7 +34,7 @@ def load_model(path: str | Path, device: str = "cpu", lora: LoraConfig | None = 
 
     hf_logging.disable_progress_bar()
     loader: Any = AutoModelForCausalLM
-    model = loader.from_pretrained(str(path), torch_dtype=torch.float32).to(device)
+    model = loader.from_pretrained(str(path), dtype=torch.float32).to(device)
     if (Path(path) / "adapter_config.json").is_file():  # a checkpoint saved with LoRA
         return model
     if lora is not None:

@@ -109,10 +109,16 @@ def rows_to_episodes(
 
 # ============================================================================ loss
 class SFT:
-    """Negative log-likelihood of the action tokens, aggregated by ``Batch.weights``."""
+    """Negative log-likelihood of the action tokens, aggregated by ``Batch.weights``.
 
-    def __init__(self, model: Any) -> None:
-        self.model = model
+    ``context_weight > 0`` adds that times the token-mean NLL of the context tokens (prompt and
+    observations), as "train on inputs" does: a model trained from scratch learns to read and
+    copy from its context (ids, attribute values) many times faster, since every context token
+    is a training signal and the actions are a few percent of the tokens.
+    """
+
+    def __init__(self, model: Any, context_weight: float = 0.0) -> None:
+        self.model, self.context_weight = model, context_weight
 
     def extra_modules(self) -> dict[str, torch.nn.Module]:
         return {}
@@ -120,4 +126,9 @@ class SFT:
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         logp, entropy = token_logprobs(self.model, mb)
         nll = weighted(-logp, mb.weights)
-        return nll, {"nll": nll.item(), "entropy": weighted(entropy.detach(), mb.weights).item()}
+        metrics = {"nll": nll.item(), "entropy": weighted(entropy.detach(), mb.weights).item()}
+        if not self.context_weight:
+            return nll, metrics
+        context = weighted(-logp, mb.context_weights)
+        metrics["context_nll"] = context.item()
+        return nll + self.context_weight * context, metrics

@@ -117,7 +117,7 @@ class Trainer:
             metrics["steps_per_s"] = 1.0 / metrics["step_s"]
             if cfg.eval_every and self.step % cfg.eval_every == 0:
                 metrics.update(self.evaluate())
-            self._log(metrics)
+            self.log(metrics)
             if cfg.save_every and self.step % cfg.save_every == 0:
                 self.save(checkpoint.step_dir(cfg.out_dir, self.step))
         self.save(Path(cfg.out_dir) / "final")
@@ -312,7 +312,7 @@ class Trainer:
         self.tokenizer.save_pretrained(directory)
         return directory
 
-    def _log(self, metrics: dict[str, float]) -> None:
+    def log(self, metrics: dict[str, float]) -> None:
         metrics = {"step": float(self.step), **metrics}
         self.history.append(metrics)
         if self.store is not None:
@@ -346,7 +346,7 @@ def make_algorithm(cfg: TrainConfig, model: Any) -> Any:
     if cfg.algo.name == "sft":
         from agentgym.train.sft import SFT
 
-        return SFT(model)
+        return SFT(model, cfg.sft.context_weight)
     if cfg.algo.name == "ppo":
         from agentgym.train.ppo import PPO
 

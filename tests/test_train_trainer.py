@@ -1,0 +1,211 @@
+"""The trainer end to end on small real runs: SFT then RL, every algorithm, errors, exact resume,
+LoRA, the store table and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from agentgym.store import Store
+from agentgym.task import write_tasks
+from agentgym.testing.noop import noop_suite
+from agentgym.train.config import TrainConfig, load_config
+from agentgym.train.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def noop_tasks(tmp_path_factory):
+    path = tmp_path_factory.mktemp("noop") / "noop.jsonl"
+    write_tasks(path, noop_suite(6, length=2).tasks)
+    return str(path)
+
+
+def _cfg(model: str, suite: str, out, **over) -> TrainConfig:
+    base = {
+        "model": {"path": str(model)},
+        "env": {"id": "NoOp-v0", "suite": suite, "system_prompt": False},
+        "rollout": {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_new_tokens": 4},
+        "optim": {"lr": 3e-3, "micro_batch_size": 8},
+        "sft": {"batch_size": 6},
+        "steps": 2,
+        "seed": 0,
+        "out_dir": str(out),
+        "threads": 1,
+    }
+    for key, value in over.items():
+        node = base
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return TrainConfig.model_validate(base)
+
+
+@pytest.fixture(scope="module")
+def sft_noop(tiny_model, noop_tasks, tmp_path_factory):
+    """The tiny model after SFT on NoOp's expert: it says noop some of the time, not always."""
+    out = tmp_path_factory.mktemp("sft")
+    cfg = _cfg(tiny_model, noop_tasks, out, **{"algo.name": "sft", "steps": 21, "optim.lr": 1e-2})
+    trainer = Trainer(cfg)
+    trainer.cfg.eval_temperature, trainer.cfg.eval_samples = 1.0, 4
+    before = trainer.evaluate(trainer.train_tasks())
+    trainer.run()
+    trainer.close()
+    return out / "final", before
+
+
+def test_sft_learns_the_expert_action(sft_noop, noop_tasks, tmp_path):
+    final, before = sft_noop
+    cfg = _cfg(final, noop_tasks, tmp_path, steps=0, eval_temperature=1.0, eval_samples=4)
+    trainer = Trainer(cfg)
+    after = trainer.evaluate(trainer.train_tasks())
+    assert before["eval_success"] == 0.0
+    assert after["eval_success"] > before["eval_success"]
+
+
+@pytest.mark.parametrize(
+    "algo",
+    [
+        {"algo.name": "grpo"},
+        {"algo.name": "grpo", "algo.scale": "none", "algo.clip_high": 0.28, "algo.kl_coef": 0.1},
+        {"algo.name": "reinforce_pp", "algo.layout": "step", "algo.loss_agg": "sequence-mean"},
+        {"algo.name": "gigpo", "algo.loss_agg": "episode-mean"},
+        {"algo.name": "ppo", "algo.epochs": 2},
+    ],
+    ids=["grpo", "dr-grpo-dapo-kl", "reinforce_pp", "gigpo", "ppo"],
+)
+def test_every_algorithm_updates_the_policy(algo, sft_noop, noop_tasks, tmp_path):
+    final, _ = sft_noop
+    trainer = Trainer(_cfg(final, noop_tasks, tmp_path, **algo, steps=1))
+    start = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    metrics = trainer.run()
+    assert 0.0 < metrics["success"] < 1.0, "the SFT policy should succeed sometimes, not always"
+    assert metrics["acr"] < 1.0 and metrics["loss_tokens"] > 0
+    assert all(v == v for v in metrics.values()), f"NaN in {metrics}"
+    changed = [k for k, v in trainer.model.state_dict().items() if not torch.equal(v, start[k])]
+    assert changed
+    if algo.get("algo.kl_coef"):
+        assert metrics["kl"] >= 0.0
+    if algo["algo.name"] == "ppo":
+        assert "value_loss" in metrics
+
+
+def test_grpo_raises_success_after_sft(sft_noop, noop_tasks, tmp_path):
+    final, _ = sft_noop
+    cfg = _cfg(final, noop_tasks, tmp_path, steps=8, eval_temperature=1.0, eval_samples=8)
+    cfg.optim.lr = 2e-3
+    trainer = Trainer(cfg)
+    tasks = trainer.train_tasks()
+    before = trainer.evaluate(tasks)
+    trainer.run()
+    after = trainer.evaluate(tasks)
+    assert after["eval_success"] > before["eval_success"] + 0.1, (before, after)
+
+
+def test_error_episodes_are_counted_and_left_out(sft_noop, tmp_path):
+    from support import exploding_suite
+
+    suite = tmp_path / "exploding.jsonl"
+    write_tasks(suite, exploding_suite(2, 1).tasks)
+    final, _ = sft_noop
+    cfg = _cfg(final, str(suite), tmp_path / "out", steps=0)
+    cfg.env.id = "Exploding-v0"
+    trainer = Trainer(cfg)
+    from agentgym.train.rollout import Job
+
+    jobs = [Job(t, t.id, k, k) for t in trainer.train_tasks() for k in range(3)]
+    episodes, stats = trainer.rollout(jobs, 0, 1.0)
+    bad = [e for e in episodes if not e.ok]
+    assert len(bad) == 3 and all("exploded on purpose" in e.episode.error for e in bad)
+    metrics = trainer.rl_update(episodes, stats)
+    assert metrics["errors"] == 3
+    good_tokens = sum(sum(e.mask) for e in episodes if e.ok)
+    assert metrics["loss_tokens"] == good_tokens
+
+
+def _weights(path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path).state_dict()
+
+
+def test_resume_is_exact(sft_noop, noop_tasks, tmp_path):
+    """4 steps straight == 2 steps, a new process-like Trainer resuming, 2 more steps."""
+    final, _ = sft_noop
+    straight = _cfg(final, noop_tasks, tmp_path / "a", steps=4, **{"algo.name": "ppo"})
+    Trainer(straight).run()
+    half = _cfg(final, noop_tasks, tmp_path / "b", steps=2, save_every=2, **{"algo.name": "ppo"})
+    Trainer(half).run()
+    resumed = Trainer(half.model_copy(update={"steps": 4}))
+    assert resumed.step == 2
+    resumed.run()
+    a, b = _weights(tmp_path / "a" / "final"), _weights(tmp_path / "b" / "final")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    va = torch.load(tmp_path / "a" / "final" / "trainer_state.pt", weights_only=False)
+    vb = torch.load(tmp_path / "b" / "final" / "trainer_state.pt", weights_only=False)
+    assert torch.equal(
+        va["extra"]["value_head"]["proj.weight"], vb["extra"]["value_head"]["proj.weight"]
+    )
+
+
+def test_lora_trains_adapters_only_and_resumes(sft_noop, noop_tasks, tmp_path):
+    pytest.importorskip("peft")
+    final, _ = sft_noop
+    lora = {"r": 4, "alpha": 8}
+    cfg = _cfg(final, noop_tasks, tmp_path, steps=1, save_every=1, **{"model.lora": lora})
+    trainer = Trainer(cfg)
+    trainable = {n for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    trainer.run()
+    again = Trainer(cfg.model_copy(update={"steps": 2}))
+    assert (
+        again.step == 1
+        and {n for n, p in again.model.named_parameters() if p.requires_grad} == trainable
+    )
+    merged = again.merged(tmp_path / "merged")
+    assert (merged / "config.json").is_file()
+
+
+def test_metrics_go_to_the_store(sft_noop, noop_tasks, tmp_path):
+    final, _ = sft_noop
+    cfg = _cfg(final, noop_tasks, tmp_path / "out", steps=1, db=str(tmp_path / "m.db"))
+    trainer = Trainer(cfg)
+    trainer.run()
+    trainer.close()
+    store = Store(tmp_path / "m.db")
+    rows = store.train_metrics(trainer.run_id)
+    names = {r["name"] for r in rows}
+    assert {"reward", "success", "acr", "errors", "entropy", "tokens_per_s", "steps_per_s"} <= names
+    assert store.run(trainer.run_id)["agent"].startswith("train:grpo:")
+
+
+def test_config_overrides_and_errors(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: {path: m}\nenv: {id: Clarify-v0}\nalgo: {name: grpo}\n")
+    cfg = load_config(path, ["algo.clip_high=0.28", "env.tags=[easy]", "rollout.backend=ray"])
+    assert cfg.algo.clip_high == 0.28 and cfg.env.tags == ["easy"] and cfg.rollout.backend == "ray"
+    with pytest.raises(ValueError, match="key.sub=value"):
+        load_config(path, ["algo.clip_high"])
+    with pytest.raises(ValueError, match="algo.nmae"):
+        load_config(path, ["algo.nmae=ppo"])
+    with pytest.raises(ValueError, match="grpo"):
+        load_config(path, ["algo.name=dpo"])
+    with pytest.raises(FileNotFoundError, match="no config file"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_cli_train(sft_noop, noop_tasks, tmp_path):
+    from agentgym.cli import app
+
+    final, _ = sft_noop
+    cfg = _cfg(final, noop_tasks, tmp_path / "out", steps=1)
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(cfg.model_dump()))  # JSON is YAML
+    result = CliRunner().invoke(app, ["train", str(path), "-c", "algo.name=gigpo"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "final" / "trainer_state.pt").is_file()
+    bad = CliRunner().invoke(app, ["train", str(path), "-c", "rollout.group_size=0"])
+    assert bad.exit_code == 2 and "group_size" in bad.output
