@@ -102,6 +102,12 @@ class Store:
         self.db.table("steps").create(
             _STEPS, pk=("run_id", "task_id", "sample", "t"), if_not_exists=True
         )
+        # Covering index for the viewer's filters, sorts and comparisons (4-8x at 100k episodes).
+        self.db.execute(
+            "create index if not exists episodes_list on episodes (run_id, task_id, sample, success,"
+            " status, steps, score, reward, duration_s, prompt_tokens, completion_tokens, cost,"
+            " started_at, tags)"
+        )
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
