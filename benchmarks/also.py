@@ -50,12 +50,11 @@ class Result:
 
 
 def episode(
-    env, selector: str, task: Task, seed: int, embedder, switch: int
+    env, selector: str, task: Task, seed: int, embedder, switch: int, eta: float = 5.0
 ) -> tuple[list[float], float, bool, int]:
     """One episode; returns per-turn rewards, final score, agreement, recovery turns."""
-    agent = AlsoAgent(
-        scripted_agent("follower", env), AlsoConfig(selector=selector, seed=seed), embedder
-    )
+    config = AlsoConfig(selector=selector, seed=seed, eta=eta)
+    agent = AlsoAgent(scripted_agent("follower", env), config, embedder)
     obs, info = env.reset(seed=seed, options={"task": task})
     agent.reset({**info, "seed": seed})
     rewards, turns, done, reward = [], [], False, 0.0
@@ -80,7 +79,11 @@ def recovery(rewards: list[float], turns: list[int], switch: int) -> int:
 
 
 def run(
-    selectors: list[str], tasks_per_seed: dict[int, list[Task]], switch: int, embedder
+    selectors: list[str],
+    tasks_per_seed: dict[int, list[Task]],
+    switch: int,
+    embedder,
+    eta: float = 5.0,
 ) -> dict[str, Result]:
     env = agentgym.make("Social-v0", partner=f"scripted:switcher?switch={switch}")
     results = {s: Result() for s in selectors}
@@ -90,7 +93,7 @@ def run(
         for seed, tasks in tasks_per_seed.items():
             for i, task in enumerate(tasks):
                 rewards, final, agreed, rec = episode(
-                    env, selector, task, seed * 1000 + i, embedder, switch
+                    env, selector, task, seed * 1000 + i, embedder, switch, eta
                 )
                 res.rewards += rewards
                 res.finals.append(final)
@@ -138,6 +141,7 @@ def main() -> None:
     parser.add_argument("--switch", type=int, default=10, help="turn at which the partner switches")
     parser.add_argument("--embedder", default="hash", choices=["hash", "minilm", "auto"])
     parser.add_argument("--mix", action="store_true", help="also run ALSO's z-scored mix variant")
+    parser.add_argument("--eta", type=float, default=5.0, help="ALSO's eta (0.5..10)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     suite = TaskSuite.load("social/negotiation")
@@ -151,15 +155,15 @@ def main() -> None:
     embedder = make_embedder(args.embedder)
     fixed = [f"fixed:{k}" for k in range(13)]
     bandits = ["expo", "exp3", "exp3-auer", "ucb1"] + ["mix"] * args.mix
-    results = run(fixed + bandits, tasks_per_seed, args.switch, embedder)
+    results = run(fixed + bandits, tasks_per_seed, args.switch, embedder, args.eta)
     best = max(fixed, key=lambda s: np.mean(results[s].rewards))
     labels = {"fixed:0": "arm 0 (persona only)", best: "best fixed arm in hindsight", "expo": "ALSO",
               "exp3": "ALSO exp3 variant", "exp3-auer": "EXP3", "ucb1": "UCB1", "mix": "ALSO mix variant"}  # fmt: skip
-    console = Console()
+    console = Console(width=150)
     console.print(table(results, labels, best))
     console.print(
         f"{args.seeds} seeds x {args.episodes} episodes, switch at turn {args.switch}, embedder "
-        f"{args.embedder}; per-seed mean final score of ALSO: "
+        f"{args.embedder}, eta {args.eta:g}; per-seed mean final score of ALSO: "
         + ", ".join(f"{np.mean(v):.4f}" for v in per_seed(results["expo"], args.seeds))
     )
 
