@@ -4,6 +4,7 @@ LoRA, the store table and the CLI."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -209,3 +210,12 @@ def test_cli_train(sft_noop, noop_tasks, tmp_path):
     assert (tmp_path / "out" / "final" / "trainer_state.pt").is_file()
     bad = CliRunner().invoke(app, ["train", str(path), "-c", "rollout.group_size=0"])
     assert bad.exit_code == 2 and "group_size" in bad.output
+
+
+CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_example_configs_validate(path):
+    cfg = load_config(path)
+    assert cfg.model.path and cfg.env.id
