@@ -1,0 +1,173 @@
+"""InfoPO: in-place masking, information gain by teacher forcing, attribution, gate and fusion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from pydantic import ValidationError
+
+from agentgym.agents import infopo
+from agentgym.train.advantages import group_advantages
+from agentgym.train.chat import ChatFormat
+from agentgym.train.config import AlgoConfig
+from agentgym.train.credit import CreditContext, get_credit
+from agentgym.train.policy import load_model, load_tokenizer, logprobs_from_logits
+from agentgym.train.sft import from_messages
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_model):
+    torch.manual_seed(0)
+    return load_model(tiny_model), load_tokenizer(tiny_model)
+
+
+def _episode(tok, observations: list[str], actions: list[str], reward=0.0, group="g"):
+    msgs = [{"role": "user", "content": "Which item? ask[color=x] or answer[id]."}]
+    for i, a in enumerate(actions):
+        msgs.append({"role": "assistant", "content": a})
+        if i < len(observations):
+            msgs.append({"role": "user", "content": observations[i]})
+    ep = from_messages(ChatFormat(tok), msgs, group)
+    ep.episode.reward = reward
+    return ep
+
+
+def _placeholder(tok):
+    return list(tok(infopo.PLACEHOLDER, add_special_tokens=False)["input_ids"])
+
+
+def test_overwrite_keeps_positions():
+    assert infopo.overwrite([1, 2, 3, 4, 5, 6], 1, 5, [9, 8]) == [1, 9, 8, 8, 8, 6]
+    assert infopo.overwrite([1, 2, 3, 4], 1, 3, [9, 8, 7]) == [1, 9, 8, 4]
+    assert infopo.overwrite([1, 2, 3], 1, 1, [9]) == [1, 2, 3]
+    with pytest.raises(ValueError, match="placeholder"):
+        infopo.overwrite([1, 2], 0, 1, [])
+
+
+def test_feedback_span_is_the_observation_text(lm):
+    _, tok = lm
+    ep = _episode(tok, ["No. The color is not red.", "Yes."], ["ask[a=b]", "ask[c=d]", "answer[1]"])
+    pieces = infopo.obs_pieces(tok)
+    for t, text in enumerate(["No. The color is not red.", "Yes."]):
+        start, end = infopo.feedback_span(ep, t, pieces)
+        assert tok.decode(ep.ids[start:end]) == text
+        turn = ep.turns[t]
+        assert infopo.feedback_span(ep, t, None) == (turn.obs_start, turn.obs_end)
+
+
+def _direct_ig(model, ep, t, start, end, placeholder):
+    """IG_t computed row by row without batching, as an independent reference."""
+    nxt = ep.turns[t + 1]
+
+    def score(ids):
+        x = torch.tensor([ids[: nxt.action_end]])
+        with torch.no_grad():
+            lp = logprobs_from_logits(model(input_ids=x).logits, x)[0][0]
+        return lp[nxt.action_start : nxt.action_end].numpy()
+
+    masked = infopo.overwrite(ep.ids, start, end, placeholder)
+    return float(np.mean(score(ep.ids) - score(masked)))
+
+
+def test_information_gain_matches_direct_teacher_forcing(lm):
+    model, tok = lm
+    eps = [
+        _episode(
+            tok, ["No.", "Yes, it is blue."], ["ask[color=red]", "ask[color=blue]", "answer[7]"]
+        ),
+        _episode(tok, ["I don't know."], ["ask[size=big]", "answer[3]"]),
+    ]
+    pieces, ph = infopo.obs_pieces(tok), _placeholder(tok)
+    ig = infopo.information_gain(model, eps, ph, pieces, batch_size=2)
+    assert [len(g) for g in ig] == [3, 2]
+    assert ig[0][2] == 0.0 and ig[1][1] == 0.0  # no following action
+    for e, t in [(0, 0), (0, 1), (1, 0)]:
+        start, end = infopo.feedback_span(eps[e], t, pieces)
+        assert ig[e][t] == pytest.approx(_direct_ig(model, eps[e], t, start, end, ph), abs=1e-5)
+    assert all(abs(ig[e][t]) > 1e-6 for e, t in [(0, 0), (0, 1), (1, 0)])
+
+
+def test_information_gain_is_zero_when_feedback_is_the_placeholder(lm):
+    model, tok = lm
+    ep = _episode(tok, [infopo.PLACEHOLDER, "Yes."], ["ask[a=b]", "ask[c=d]", "answer[1]"])
+    ig = infopo.information_gain(model, [ep], _placeholder(tok), infopo.obs_pieces(tok))[0]
+    assert abs(ig[0]) < 1e-6
+    assert abs(ig[1]) > 1e-6
+
+
+def test_attribution_credits_the_producing_action_and_sums_to_ig(lm):
+    _, tok = lm
+    ep = _episode(tok, ["No.", "Yes."], ["ask[color=red]", "ask[size=big]", "answer[7]"])
+    ig = np.array([0.3, -0.2, 0.0])
+    tokens = infopo.attribute(ep, ig)
+    for t, turn in enumerate(ep.turns):
+        span = tokens[turn.action_start : turn.action_end]
+        assert span.sum() == pytest.approx(ig[t])
+        assert np.allclose(span, ig[t] / len(span))
+    mask = np.asarray(ep.mask, bool)
+    assert np.all(tokens[~mask] == 0)
+    assert tokens.sum() == pytest.approx(ig.sum())
+
+
+def test_gate_is_one_half_on_ties_and_falls_with_spread():
+    assert infopo.variance_gate([0, 0, 0, 0, 0], 0.5) == 0.5
+    assert infopo.variance_gate([1, 1, 1], 0.5) == 0.5
+    r = np.array([0, 1, 0, 0, 1.0])
+    assert infopo.variance_gate(r, 0.5) == pytest.approx(1 / (1 + np.exp(r.std(ddof=1) / 0.5)))
+    assert infopo.variance_gate([0, 1], 0.5) < infopo.variance_gate([0, 0.1], 0.5) < 0.5
+
+
+def test_fusion_by_hand():
+    """Two groups: a tied one (only the gated intrinsic term) and a mixed one; one error."""
+    masks = [np.array([0, 1, 1, 0, 1.0])] * 5
+    intrinsic = [
+        np.array([0, 0.2, 0.2, 0, 0.0]),
+        np.array([0, -0.1, -0.1, 0, 0.0]),
+        np.array([0, 0.0, 0.0, 0, 0.4]),
+        np.array([0, 0.3, 0.3, 0, 0.0]),
+        np.array([0, 0.9, 0.9, 0, 0.9]),
+    ]
+    rewards, groups = [0, 0, 0, 1, 0], ["a", "a", "b", "b", "b"]
+    valid = [True, True, True, True, False]
+    out, diag = infopo.fuse(rewards, groups, valid, intrinsic, masks, beta=0.5, tau=0.5)
+    # group a tied: A_out = 0, gate 0.5; intrinsic tokens [.2,.2,-.1,-.1] normalised
+    pooled = np.array([0.2, 0.2, -0.1, -0.1])
+    z = (pooled - pooled.mean()) / (pooled.std(ddof=1) + 1e-6)
+    factor = min(1.0, 1.0 / z.std(ddof=1))
+    assert np.allclose(out[0], [0, 0.25 * factor * z[0], 0.25 * factor * z[1], 0, 0])
+    assert np.allclose(out[1], [0, 0.25 * factor * z[2], 0.25 * factor * z[3], 0, 0])
+    # group b: A_out = (r - mean)/(std + eps) over the valid two; the gate below 0.5
+    a_out = group_advantages([0, 1], ["b", "b"])
+    gate = infopo.variance_gate([0, 1], 0.5)
+    pooled_b = np.array([0.4, 0.3, 0.3])
+    zb = (pooled_b - pooled_b.mean()) / (pooled_b.std(ddof=1) + 1e-6)
+    fb = min(1.0, max(a_out.std(ddof=1), 1.0) / zb.std(ddof=1))
+    assert np.allclose(
+        out[2], masks[2] * a_out[0] + 0.5 * gate * fb * np.array([0, 0, 0, 0, zb[0]])
+    )
+    assert np.allclose(
+        out[3], masks[3] * a_out[1] + 0.5 * gate * fb * np.array([0, zb[1], zb[2], 0, 0])
+    )
+    assert np.all(out[4] == 0)  # the error episode
+    assert diag["infopo_gate"] == pytest.approx((0.5 + gate) / 2)
+
+
+def test_credit_function_is_registered_and_reads_options(lm):
+    model, tok = lm
+    eps = [
+        _episode(tok, ["No.", "Yes."], ["ask[color=red]", "ask[size=big]", "answer[7]"]),
+        _episode(tok, ["Yes."], ["ask[color=blue]", "answer[2]"]),
+    ]
+    fn = get_credit("infopo")
+    ctx = CreditContext(AlgoConfig(credit="infopo", options={"beta": 0.5}), model, metrics={})
+    out = fn(eps, ctx)
+    grpo = get_credit("grpo")(eps, ctx)
+    assert all(np.all(g == 0) for g in grpo)  # tied group: GRPO has no signal
+    assert any(np.any(o != 0) for o in out)  # InfoPO does
+    assert ctx.metrics["infopo_gate"] == 0.5 and ctx.metrics["infopo_turns"] == 3
+    bad = CreditContext(AlgoConfig(options={"betta": 1}), model)
+    with pytest.raises(ValidationError, match="betta"):
+        fn(eps, bad)
+    with pytest.raises(ValueError, match="no policy"):
+        fn(eps, CreditContext(AlgoConfig()))
