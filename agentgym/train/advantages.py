@@ -188,6 +188,6 @@ def gigpo_advantages(
         step_adv = group_advantages(g, keys, None, scale, eps)
         for (i, t), a in zip(steps, step_adv, strict=True):
             out[i][t] += omega * a
-    for i in np.flatnonzero(~ok):
-        out[i][:] = 0.0
+    for bad in np.flatnonzero(~ok):
+        out[int(bad)][:] = 0.0
     return out

@@ -62,27 +62,27 @@ class EnvConfig(_Strict):
 class RolloutConfig(_Strict):
     """How episodes are sampled."""
 
-    tasks_per_step: int = Field(8, ge=1)
+    tasks_per_step: int = Field(default=8, ge=1)
     """Distinct tasks per training step."""
-    group_size: int = Field(8, ge=1)
+    group_size: int = Field(default=8, ge=1)
     """Episodes per task (GRPO's group)."""
-    max_turns: int = Field(8, ge=1)
+    max_turns: int = Field(default=8, ge=1)
     """Turn limit of an episode (the env's own limit may end it sooner)."""
-    max_new_tokens: int = Field(32, ge=1)
+    max_new_tokens: int = Field(default=32, ge=1)
     """Tokens per action."""
-    temperature: float = Field(1.0, ge=0.0)
+    temperature: float = Field(default=1.0, ge=0.0)
     """Sampling temperature (1.0 keeps the recorded logprobs those of the policy itself)."""
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     """Nucleus sampling."""
-    max_context_tokens: int = Field(4096, ge=16)
+    max_context_tokens: int = Field(default=4096, ge=16)
     """An episode whose context would exceed this ends with status ``limit``."""
-    max_batch_size: int = Field(64, ge=1)
+    max_batch_size: int = Field(default=64, ge=1)
     """Sequences per generation batch."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None
     """Ray cluster address (None: start or join a local instance)."""
-    num_workers: int = Field(2, ge=1)
+    num_workers: int = Field(default=2, ge=1)
     """Ray env-worker actors."""
 
 
@@ -108,7 +108,7 @@ class AlgoConfig(_Strict):
     """token-mean (DAPO, Dr.GRPO), sequence-mean (GRPO paper), episode-mean."""
     layout: Layout = "episode"
     """Rows per whole episode, or one row per step (same loss, different memory/compute)."""
-    epochs: int = Field(1, ge=1)
+    epochs: int = Field(default=1, ge=1)
     """Optimisation passes over each rollout batch (ratio clipping matters from the second)."""
     gamma: float = 0.95
     """Discount over turns (gigpo step returns, ppo GAE)."""
@@ -137,7 +137,7 @@ class OptimConfig(_Strict):
     """AdamW weight decay."""
     grad_clip: float = 1.0
     """Clip the gradient norm to this (0 disables)."""
-    micro_batch_size: int = Field(8, ge=1)
+    micro_batch_size: int = Field(default=8, ge=1)
     """Rows per forward/backward; gradients accumulate over the whole batch."""
 
 
@@ -149,9 +149,9 @@ class SFTConfig(_Strict):
     (``agentgym export``) or chat rows (``{"messages": [...]}``)."""
     only_success: bool = True
     """Train on successful episodes only."""
-    batch_size: int = Field(16, ge=1)
+    batch_size: int = Field(default=16, ge=1)
     """Episodes per optimiser step."""
-    context_weight: float = Field(0.0, ge=0.0)
+    context_weight: float = Field(default=0.0, ge=0.0)
     """Weight of a language-modelling loss on the context tokens ("train on inputs"); helps
     models trained from scratch learn to copy from their context."""
 
@@ -161,11 +161,11 @@ class TrainConfig(_Strict):
 
     model: ModelConfig
     env: EnvConfig
-    rollout: RolloutConfig = RolloutConfig()
-    algo: AlgoConfig = AlgoConfig()
-    optim: OptimConfig = OptimConfig()
-    sft: SFTConfig = SFTConfig()
-    steps: int = Field(10, ge=0)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    algo: AlgoConfig = Field(default_factory=AlgoConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    steps: int = Field(default=10, ge=0)
     """Optimiser steps (RL: one rollout batch each)."""
     seed: int = 0
     """Seeds task order, sampling and env seeds: same config, same run."""
@@ -179,13 +179,13 @@ class TrainConfig(_Strict):
     """Evaluate on the held-out suite every N steps (0: only before and after)."""
     eval_temperature: float = 0.0
     """Sampling temperature of evaluation (0: greedy)."""
-    eval_samples: int = Field(1, ge=1)
+    eval_samples: int = Field(default=1, ge=1)
     """Episodes per held-out task."""
     db: str | None = None
     """SQLite store for metrics (a ``train_metrics`` table) and the run row; None: console only."""
     run_name: str = "train"
     """Name of the run in the store."""
-    log_every: int = Field(1, ge=1)
+    log_every: int = Field(default=1, ge=1)
     """Print metrics every N steps."""
     threads: int | None = None
     """torch.set_num_threads (None leaves torch's default)."""

@@ -86,7 +86,7 @@ class PPO(PolicyGradient):
             advs.append(a)
             rets.append(_at_value_positions(ep, g))
         flat = np.concatenate(advs) if advs else np.zeros(0)
-        ok = np.concatenate([np.full(len(a), ep.ok) for a, ep in zip(advs, episodes)])
+        ok = np.concatenate([np.full(len(a), ep.ok) for a, ep in zip(advs, episodes, strict=True)])
         white = whiten(flat, ok) if len(flat) else flat
         splits = np.split(white, np.cumsum([len(a) for a in advs])[:-1]) if advs else []
         return [turn_to_tokens(ep, a) for ep, a in zip(episodes, splits, strict=True)], rets

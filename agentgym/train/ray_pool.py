@@ -56,21 +56,23 @@ class RayEnvPool:
         local = LocalEnvPool(env_id, env_kwargs)  # validates the id; gives prompt and flags
         self.env_id = env_id
         self.system_prompt, self.free_text_actions = local.system_prompt, local.free_text_actions
-        actor = ray.remote(num_cpus=0)(_Worker)
+        actor: Any = ray.remote(num_cpus=0)(_Worker)
         self._ray = ray
-        self.workers = [actor.remote(env_id, dict(env_kwargs or {})) for _ in range(num_workers)]
+        self.workers: list[Any] = [
+            actor.remote(env_id, dict(env_kwargs or {})) for _ in range(num_workers)
+        ]
 
     def reset(self, jobs: list[tuple[Task, int]]) -> list[Outcome]:
         n = len(self.workers)
         shares = [[(i, t, s) for i, (t, s) in enumerate(jobs) if i % n == k] for k in range(n)]
-        parts = self._ray.get([w.reset.remote(sh) for w, sh in zip(self.workers, shares)])
+        parts = self._ray.get([w.reset.remote(sh) for w, sh in zip(self.workers, shares, strict=True)])
         found = dict(pair for part in parts for pair in part)
         return [found[i] for i in range(len(jobs))]
 
     def step(self, actions: dict[int, str]) -> dict[int, Outcome]:
         n = len(self.workers)
         shares = [{i: a for i, a in actions.items() if i % n == k} for k in range(n)]
-        calls = [w.step.remote(sh) for w, sh in zip(self.workers, shares) if sh]
+        calls = [w.step.remote(sh) for w, sh in zip(self.workers, shares, strict=True) if sh]
         return {slot: out for part in self._ray.get(calls) for slot, out in part.items()}
 
     def close(self) -> None:

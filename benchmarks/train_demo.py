@@ -1,0 +1,276 @@
+"""SFT then GRPO on Clarify with a tiny model on this CPU: held-out success before SFT, after SFT,
+after RL (seeds x Wilson intervals), and rollout throughput with batched generation vs batch 1.
+
+    python benchmarks/train_demo.py                # full: 3 seeds
+    python benchmarks/train_demo.py --quick        # about 2 minutes, one seed
+
+The demo's task distribution is chosen for a 2-layer model trained for minutes from random
+weights: product tasks of ``clarify/train`` and ``clarify/test`` narrowed to ``--candidates``
+candidates (the target and distractors drawn by a seeded RNG; every pair still separable, test
+targets never train targets). The model is built like ``agentgym model init`` but its tokenizer
+is trained on these observations and has one token per product id, so answering is copying one
+token rather than five. SFT adds a language-modelling loss on the observations
+(``sft.context_weight``), which is what teaches a from-scratch model to copy from its context.
+Evaluation samples at temperature 1, the policy RL optimises. Figures are noisy: the machine is
+shared with other workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+import agentgym
+from agentgym.metrics import wilson_interval
+from agentgym.task import Task, TaskSuite, write_tasks
+from agentgym.train.config import TrainConfig
+from agentgym.train.rollout import Job, derive_seed
+from agentgym.train.trainer import Trainer
+
+
+# ============================================================================ tasks and model
+def narrow(task: Task, k: int, max_turns: int, seed: int) -> Task:
+    """``task`` with only its target and ``k - 1`` seeded distractors as candidates."""
+    rng = random.Random(f"{seed}:{task.id}")
+    candidates, target = task.config["candidates"], task.gold["target"]
+    keep_ids = {
+        target,
+        *(c["id"] for c in rng.sample([c for c in candidates if c["id"] != target], k - 1)),
+    }
+    kept = [c for c in candidates if c["id"] in keep_ids]
+    n = str(len(candidates))
+    out = task.model_copy(
+        update={
+            "id": f"{task.id}-k{k}",
+            "config": {**task.config, "candidates": kept, "max_turns": max_turns},
+            "instruction": task.instruction.replace(n, str(k), 1),
+        }
+    )
+    agentgym.make("Clarify-v0").unwrapped.validate_task(out)
+    return out
+
+
+def demo_tasks(directory: Path, k: int, max_turns: int) -> dict[str, Path]:
+    """Narrowed product tasks of both splits, written as suites under ``directory``."""
+    paths = {}
+    for split in ("train", "test"):
+        tasks = [
+            narrow(t, k, max_turns, 0)
+            for t in TaskSuite.load(f"clarify/{split}")
+            if t.config["domain"] == "products"
+        ]
+        paths[split] = directory / f"{split}.jsonl"
+        write_tasks(paths[split], tasks)
+    return paths
+
+
+def demo_model(directory: Path, suites: dict[str, Path], hidden: int, seed: int) -> Path:
+    """A tiny Llama (as ``agentgym model init``) with a tokenizer fitted to the demo's texts."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from agentgym.llm.tiny import train_tokenizer
+
+    env = agentgym.make("Clarify-v0")
+    tasks = [t for p in suites.values() for t in TaskSuite.load(p)]
+    texts = (env.reset(options={"task": t})[0] for t in tasks)
+    tokenizer = train_tokenizer(texts, 1024)
+    tokenizer.add_tokens(sorted({c["id"] for t in tasks for c in t.config["candidates"]}))
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=2048,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            tie_word_embeddings=True,
+        )
+    )
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+# ============================================================================ one seed
+def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: Any) -> TrainConfig:
+    data: dict[str, Any] = {
+        "model": {"path": str(model)},
+        "env": {
+            "id": "Clarify-v0",
+            "suite": str(suites["train"]),
+            "eval_suite": str(suites["test"]),
+            "eval_limit": args.eval_tasks,
+            "system_prompt": False,
+        },
+        "rollout": {
+            "tasks_per_step": args.tasks_per_step,
+            "group_size": args.group_size,
+            "max_turns": args.max_turns,
+            "max_new_tokens": 12,
+        },
+        "sft": {"batch_size": 16, "context_weight": 1.0},
+        "optim": {"lr": args.sft_lr, "micro_batch_size": 16},
+        "eval_temperature": 1.0,
+        "eval_samples": args.eval_samples,
+        "out_dir": str(out),
+        "resume": False,
+        "threads": args.threads,
+    }
+    for key, value in over.items():
+        node = data
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return TrainConfig.model_validate(data)
+
+
+def run_seed(seed: int, args: Any, root: Path, suites: dict[str, Path]) -> dict[str, Any]:
+    """Before SFT, after SFT, after GRPO on held-out tasks, for one seed."""
+    model = demo_model(root / f"model-{seed}", suites, args.hidden, seed)
+    sft = Trainer(
+        config(
+            model,
+            suites,
+            root / f"sft-{seed}",
+            args,
+            seed=seed,
+            steps=args.sft_steps,
+            **{"algo.name": "sft"},
+        )
+    )
+    before = sft.evaluate()
+    started = time.perf_counter()
+    sft.run()
+    sft_s = time.perf_counter() - started
+    after_sft = sft.evaluate()
+    sft.close()
+    rl = Trainer(
+        config(
+            root / f"sft-{seed}" / "final",
+            suites,
+            root / f"rl-{seed}",
+            args,
+            seed=seed,
+            steps=args.rl_steps,
+            **{"algo.name": "grpo", "optim.lr": args.rl_lr, "algo.clip_high": 0.28},
+        )
+    )
+    started = time.perf_counter()
+    rl.run()
+    rl_s = time.perf_counter() - started
+    after_rl = rl.evaluate()
+    rl.close()
+    return {
+        "seed": seed,
+        "before": before,
+        "sft": after_sft,
+        "rl": after_rl,
+        "sft_s": sft_s,
+        "rl_s": rl_s,
+        "rl_history": rl.history,
+    }
+
+
+def throughput(
+    model: Path, suites: dict[str, Path], args: Any, root: Path
+) -> list[tuple[int, float, float]]:
+    """(batch size, episodes/s, generated tokens/s) of the same rollouts, batched and one by one."""
+    rows = []
+    for batch in (1, args.group_size * args.tasks_per_step):
+        cfg = config(model, suites, root / "tp", args, **{"rollout.max_batch_size": batch})
+        trainer = Trainer(cfg)
+        tasks = trainer.train_tasks()[: args.tasks_per_step]
+        jobs = [
+            Job(t, t.id, k, derive_seed(0, t.id, k)) for t in tasks for k in range(args.group_size)
+        ]
+        _, stats = trainer.rollout(jobs, 0, 1.0)
+        rows.append((batch, stats.episodes_per_s, stats.tokens_per_s))
+        trainer.close()
+    return rows
+
+
+# ============================================================================ report
+def pooled(results: list[dict[str, Any]], stage: str) -> tuple[float, float, float, int]:
+    wins = sum(round(r[stage]["eval_success"] * r[stage]["eval_n"]) for r in results)
+    n = sum(int(r[stage]["eval_n"]) for r in results)
+    lo, hi = wilson_interval(wins, n)
+    return wins / n if n else 0.0, lo, hi, n
+
+
+def report(
+    results: list[dict[str, Any]], tp: list[tuple[int, float, float]], console: Console
+) -> None:
+    table = Table(title="Clarify (narrowed product tasks), held-out success, sampled at T=1")
+    for col in ("stage", *(f"seed {r['seed']}" for r in results), "pooled", "95% Wilson", "vs SFT"):
+        table.add_column(col)
+    base = pooled(results, "sft")[0]
+    for stage, label in (("before", "before SFT"), ("sft", "after SFT"), ("rl", "after GRPO")):
+        p, lo, hi, n = pooled(results, stage)
+        per_seed = [f"{r[stage]['eval_success']:.1%}" for r in results]
+        ratio = f"{p / base:.2f}x" if base else "-"
+        table.add_row(label, *per_seed, f"{p:.1%} (n={n})", f"[{lo:.1%}, {hi:.1%}]", ratio)
+    console.print(table)
+    tt = Table(title="Rollout throughput (same episodes)")
+    for col in ("generation batch", "episodes/s", "tokens/s", "vs batch 1"):
+        tt.add_column(col)
+    for batch, eps, toks in tp:
+        tt.add_row(str(batch), f"{eps:.2f}", f"{toks:.0f}", f"{toks / tp[0][2]:.1f}x")
+    console.print(tt)
+    mean_sft = sum(r["sft_s"] for r in results) / len(results)
+    mean_rl = sum(r["rl_s"] for r in results) / len(results)
+    console.print(
+        f"time per seed: SFT {mean_sft:.0f}s, GRPO {mean_rl:.0f}s (shared machine, noisy)"
+    )
+
+
+def parse(argv: list[str] | None = None) -> Any:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="one seed, fewer steps (the test's run)")
+    p.add_argument("--candidates", type=int, default=2)
+    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--sft-steps", type=int, default=200)
+    p.add_argument("--sft-lr", type=float, default=5e-3)
+    p.add_argument("--rl-steps", type=int, default=30)
+    p.add_argument("--rl-lr", type=float, default=1e-3)
+    p.add_argument("--tasks-per-step", type=int, default=8)
+    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--eval-tasks", type=int, default=100)
+    p.add_argument("--eval-samples", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.seeds = 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    args = parse(argv)
+    console = Console()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        suites = demo_tasks(root, args.candidates, args.max_turns)
+        results = [run_seed(s, args, root, suites) for s in range(args.seeds)]
+        tp = throughput(root / "sft-0" / "final", suites, args, root)
+        report(results, tp, console)
+    return results
+
+
+if __name__ == "__main__":
+    main()
