@@ -175,10 +175,10 @@ def information_gain(
     finally:
         model.train(was_training)
     out = [np.zeros(len(ep.turns)) for ep in episodes]
-    for e, t, r in jobs:
+    for e, t, row in jobs:
         nxt = episodes[e].turns[t + 1]
         real = logps[real_rows[e]][nxt.action_start : nxt.action_end]
-        masked = logps[r][nxt.action_start : nxt.action_end]
+        masked = logps[row][nxt.action_start : nxt.action_end]
         out[e][t] = float(np.mean(real - masked))
     return out
 
@@ -234,8 +234,8 @@ def fuse(
         factor = min(1.0, max(float(np.std(a_out[idx], ddof=1)), 1.0) / s_int) if s_int else 1.0
         for i, v in zip(idx, values, strict=True):
             out[i] = out[i] + beta * gate * factor * v
-    for i in np.flatnonzero(~ok):
-        out[i] = np.zeros_like(out[i])
+    for bad in np.flatnonzero(~ok):
+        out[bad] = np.zeros_like(out[bad])
     return out, {"infopo_gate": float(np.mean(gates)) if gates else 0.0}
 
 
