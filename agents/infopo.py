@@ -178,8 +178,8 @@ def information_gain(
     for e, t, row in jobs:
         nxt = episodes[e].turns[t + 1]
         real = logps[real_rows[e]][nxt.action_start : nxt.action_end]
-        masked = logps[row][nxt.action_start : nxt.action_end]
-        out[e][t] = float(np.mean(real - masked))
+        counterfactual = logps[row][nxt.action_start : nxt.action_end]
+        out[e][t] = float(np.mean(real - counterfactual))
     return out
 
 
