@@ -1,1 +1,46 @@
-"""Multi-turn RL and SFT for agent policies (``agentgym train CONFIG.yaml``)."""
+"""Multi-turn RL and SFT for agent policies (``agentgym train CONFIG.yaml [-c key=value ...]``).
+
+==================  ============================================================================
+Rollouts            token-exact (:mod:`~agentgym.train.rollout`): ids and logprobs recorded at
+                    generation, loss mask 1 on sampled tokens only, turn spans; all episodes
+                    of a batch generate together through ``LocalEngine.from_model`` (the
+                    policy being trained); envs step in-process or on Ray actors
+Batches             :func:`~agentgym.train.batch.build_batch`: a row per episode or per step;
+                    token-, sequence- or episode-mean aggregation as per-token weights
+Algorithms          ``sft.py``, ``grpo.py`` (GRPO, Dr.GRPO, DAPO clip-higher, KL), ``ppo.py``
+                    (value head, turn-level GAE), ``reinforce_pp.py``, ``gigpo.py``
+Credit              pure functions in ``advantages.py``; plug new ones in with
+                    :func:`~agentgym.train.credit.register_credit` (``algo.credit``)
+Failures            episodes with ``status="error"`` are out of group statistics and the loss,
+                    and counted (metric ``errors``)
+Checkpoints         ``save_pretrained`` + optimizer, value head and RNG state; exact resume
+Metrics             console and the store's ``train_metrics`` table: reward, success, ACR,
+                    KL, entropy, clip fraction, tokens/s, steps/s, errors
+==================  ============================================================================
+"""
+
+from agentgym.train.batch import Batch, build_batch, token_weights
+from agentgym.train.chat import ChatFormat
+from agentgym.train.config import TrainConfig, load_config
+from agentgym.train.credit import CreditContext, get_credit, register_credit
+from agentgym.train.episode import TokenEpisode, Turn
+from agentgym.train.rollout import Job, Sampling, collect
+from agentgym.train.trainer import Trainer
+
+__all__ = [
+    "Batch",
+    "ChatFormat",
+    "CreditContext",
+    "Job",
+    "Sampling",
+    "TokenEpisode",
+    "Trainer",
+    "TrainConfig",
+    "Turn",
+    "build_batch",
+    "collect",
+    "get_credit",
+    "load_config",
+    "register_credit",
+    "token_weights",
+]

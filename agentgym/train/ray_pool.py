@@ -65,7 +65,9 @@ class RayEnvPool:
     def reset(self, jobs: list[tuple[Task, int]]) -> list[Outcome]:
         n = len(self.workers)
         shares = [[(i, t, s) for i, (t, s) in enumerate(jobs) if i % n == k] for k in range(n)]
-        parts = self._ray.get([w.reset.remote(sh) for w, sh in zip(self.workers, shares, strict=True)])
+        parts = self._ray.get(
+            [w.reset.remote(sh) for w, sh in zip(self.workers, shares, strict=True)]
+        )
         found = dict(pair for part in parts for pair in part)
         return [found[i] for i in range(len(jobs))]
 
