@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     with SandboxPool(get_provider("local"), size=2) as pool:
         if args.only in (None, "humanevalfix"):
             tasks = humanevalfix_tasks(args.data, pool)
-            shutil.copy(args.data / "humanevalfix" / "LICENSE", args.out / "LICENSE-humanevalfix")
+            shutil.copyfile(args.data / "humanevalfix" / "LICENSE", args.out / "LICENSE-humanevalfix")
             write_suite(
                 args.out,
                 "humanevalfix",
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         if args.only in (None, "minirepo"):
             tasks = minirepo.generate(pool)
-            shutil.copy(minirepo.LICENSE, args.out / "LICENSE-toolz")
+            shutil.copyfile(minirepo.LICENSE, args.out / "LICENSE-toolz")
             write_suite(
                 args.out,
                 "minirepo",
