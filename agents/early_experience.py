@@ -316,3 +316,44 @@ def token_episodes(chat: Any, rows: Iterable[dict[str, Any]]) -> list[Any]:
         ep.check()
         out.append(ep)
     return out
+
+
+# ============================================================================ schedules
+def weighted_trainer_class() -> type:
+    """The trainer with SFT rows read through :func:`token_episodes` (honours ``weight: 0``)."""
+    from agentgym.train import sft
+    from agentgym.train.trainer import Trainer
+
+    class WeightedSFTTrainer(Trainer):
+        def sft_data(self) -> list[Any]:
+            if self.cfg.sft.data == "expert":
+                return super().sft_data()
+            rows = sft.load_rows(self.cfg.sft.data)
+            if self.cfg.sft.only_success:
+                rows = [r for r in rows if r.get("success", True)]
+            return token_episodes(self.chat, rows)
+
+    return WeightedSFTTrainer
+
+
+def train_phases(cfg: Any, phases: Sequence[tuple[str, int]], console: Any = None) -> Path:
+    """SFT phases in order, each from the previous one's final weights; returns the last final.
+
+    ``phases`` is ``[(rows.jsonl, steps), ...]``: the paper's IWM schedule is
+    ``[(iwm, k), (imitation, total - k)]`` (about one IWM epoch, then imitation, total steps equal
+    to imitation alone); SR is one phase over SR rows mixed with imitation rows. Each phase starts
+    a fresh optimiser (its state is not carried over).
+    """
+    trainer_cls = weighted_trainer_class()
+    model, root = cfg.model.path, Path(cfg.out_dir)
+    for n, (data, steps) in enumerate(phases):
+        phase = cfg.model_copy(deep=True)
+        phase.model.path, phase.sft.data, phase.steps = str(model), data, steps
+        phase.algo.name, phase.out_dir = "sft", str(root / f"phase-{n}")
+        trainer = trainer_cls(phase, console)
+        try:
+            trainer.run()
+        finally:
+            trainer.close()
+        model = Path(phase.out_dir) / "final"
+    return Path(model)

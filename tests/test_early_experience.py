@@ -164,3 +164,31 @@ def test_bad_input_is_named():
         ee.shuffle_rationales([{"messages": [{"role": "assistant", "content": "x"}]}])
     with pytest.raises(ValueError, match="not an SR row"):
         ee.rationale_of({"messages": [{"role": "assistant", "content": "look"}]})
+
+
+def test_iwm_then_imitation_phases_through_the_trainer(tiny_model, tmp_path):
+    from agentgym.train.config import TrainConfig
+    from agentgym.train.policy import load_model
+
+    env = agentgym.make("Clarify-v0")
+    trajs = ee.collect(env, TaskSuite.load("clarify/train").tasks[:2], k=2)
+    iwm, imitation = tmp_path / "iwm.jsonl", tmp_path / "il.jsonl"
+    ee.write_rows(ee.iwm_rows(trajs), iwm)
+    ee.write_rows(ee.imitation_rows(trajs), imitation)
+    cfg = TrainConfig.model_validate(
+        {
+            "model": {"path": str(tiny_model)},
+            "env": {"id": "Clarify-v0", "suite": "clarify/train", "limit": 2},
+            "sft": {"batch_size": 2},
+            "optim": {"lr": 1e-2},
+            "out_dir": str(tmp_path / "run"),
+            "threads": 1,
+        }
+    )
+    final = ee.train_phases(cfg, [(str(iwm), 1), (str(imitation), 1)])
+    assert final == tmp_path / "run" / "phase-1" / "final"
+    base, after_iwm = load_model(tiny_model), load_model(tmp_path / "run" / "phase-0" / "final")
+    tuned = load_model(final)
+    w = "model.embed_tokens.weight"
+    sd = [m.state_dict()[w] for m in (base, after_iwm, tuned)]
+    assert not sd[0].equal(sd[1]) and not sd[1].equal(sd[2])

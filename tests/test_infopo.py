@@ -171,3 +171,29 @@ def test_credit_function_is_registered_and_reads_options(lm):
         fn(eps, bad)
     with pytest.raises(ValueError, match="no policy"):
         fn(eps, CreditContext(AlgoConfig()))
+
+
+def test_trainer_runs_infopo_on_clarify(tiny_model, tmp_path):
+    """The trainer's GRPO with ``algo.credit: infopo`` on real Clarify rollouts."""
+    from agentgym.train.config import TrainConfig
+    from agentgym.train.trainer import Trainer
+
+    cfg = TrainConfig.model_validate(
+        {
+            "model": {"path": str(tiny_model)},
+            "env": {"id": "Clarify-v0", "suite": "clarify/train", "system_prompt": False},
+            "rollout": {"tasks_per_step": 1, "group_size": 3, "max_turns": 2, "max_new_tokens": 4},
+            "algo": {"name": "grpo", "credit": "infopo", "options": {"beta": 0.5, "tau": 0.5}},
+            "steps": 1,
+            "out_dir": str(tmp_path),
+            "threads": 1,
+        }
+    )
+    trainer = Trainer(cfg)
+    try:
+        metrics = trainer.run()
+    finally:
+        trainer.close()
+    assert metrics["infopo_turns"] == 3  # three two-turn episodes: one scored turn each
+    assert metrics["acr"] == 1.0 and metrics["infopo_gate"] == 0.5  # all failed, tied
+    assert metrics["grad_norm"] > 0  # GRPO alone would have no gradient here
