@@ -1,0 +1,37 @@
+"""The method configs under configs/methods/ validate (trainer configs and PA-MoE's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentgym.agents.kbqa_r1 import KBQAR1Recipe
+from agentgym.agents.pa_moe import PAMoEConfig
+from agentgym.train.config import load_config
+
+ROOT = Path(__file__).resolve().parents[1] / "configs" / "methods"
+TRAIN = sorted(p for p in ROOT.glob("*.yaml") if not p.name.startswith("pa_moe"))
+
+
+@pytest.mark.parametrize("path", TRAIN, ids=[p.stem for p in TRAIN])
+def test_train_configs_validate(path):
+    cfg = load_config(path)
+    assert cfg.steps > 0
+
+
+def test_kbqa_r1_grpo_config_follows_the_recipe():
+    cfg, recipe = load_config(ROOT / "kbqa_r1_grpo.yaml"), KBQAR1Recipe()
+    assert cfg.rollout.group_size == recipe.group_size
+    assert cfg.rollout.max_turns == recipe.max_turns
+    assert (cfg.algo.kl_coef, cfg.algo.clip_low, cfg.algo.clip_high) == (
+        recipe.kl_coef,
+        recipe.clip_low,
+        recipe.clip_high,
+    )
+
+
+def test_pa_moe_config_validates():
+    cfg = PAMoEConfig.model_validate(yaml.safe_load((ROOT / "pa_moe_household.yaml").read_text()))
+    assert cfg.num_experts == 4 and cfg.lora_r == 32 and cfg.window == 10
