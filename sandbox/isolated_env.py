@@ -78,7 +78,11 @@ class IsolatedEnv(TextEnv):
         self._lock = threading.Lock()
         self._episode: tuple[int | None, dict[str, Any]] | None = None
         self._actions: list[Any] = []
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self._stop()  # no sandbox outlives a failed start
+            raise
 
     # ------------------------------------------------------------------ worker plumbing
     def _start(self) -> None:

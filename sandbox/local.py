@@ -108,6 +108,7 @@ class LocalProvider:
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--size", str(size_bytes(cfg.tmp_size)), "--perms", "1777", "--tmpfs", "/tmp"]
         argv += ["--size", str(size_bytes(cfg.workdir_size)), "--perms", "0755", "--tmpfs", cfg.workdir]
+        argv += ["--remount-ro", "/"]  # the sandbox's own root: only the tmpfs stay writable
         argv += ["--unshare-user", "--uid", uid, "--gid", gid, "--hostname", "sandbox"]
         argv += ["--clearenv", "--setenv", "HOME", cfg.workdir, "--setenv", "LANG", "C.UTF-8"]
         argv += ["--setenv", "PATH", f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"]
@@ -128,7 +129,7 @@ class LocalProvider:
         mounts = {os.path.realpath(p) for p in paths} | {str(d) for d in package_dirs().values()}
         binds = [a for p in sorted(mounts) if not _under_system(p) for a in ("--ro-bind", p, p)]
         argv = self.bwrap_argv(command)
-        at = argv.index("--chdir")
+        at = argv.index("--remount-ro")
         argv[at:at] = [*binds, "--setenv", "PYTHONPATH", os.pathsep.join(paths)]
         channel = ProcessChannel(argv)
         handle = str(channel.proc.pid)
