@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 
 # The pinned CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
 $PY -m pip install -q torch==2.13.0
-$PY -m pip install -q -e ".[dev,llm,train,sandbox,also]"
+$PY -m pip install -q -e ".[dev,llm,train,sandbox,also,ray]"
 
 # System packages and services, one script per concern (docker, chromium ...), run in name order.
 for step in scripts/setup.d/*.sh; do
