@@ -42,7 +42,13 @@ def baseline_docker(client: object, n_cold: int, n_exec: int) -> tuple[list[floa
     cold, boxes = [], []
     for _ in range(n_cold):
         t0 = time.perf_counter()
-        c = client.containers.run("agentgym-sandbox:latest", ["sleep", "600"], detach=True, network_mode="none", labels={"agentgym.sandbox": "1"})  # type: ignore[attr-defined]
+        c = client.containers.run(
+            "agentgym-sandbox:latest",
+            ["sleep", "600"],
+            detach=True,
+            network_mode="none",
+            labels={"agentgym.sandbox": "1"},
+        )  # type: ignore[attr-defined]
         cold.append((time.perf_counter() - t0) * 1000)
         boxes.append(c)
     execs = timed(lambda: boxes[0].exec_run(["true"]), n_exec)
@@ -105,7 +111,14 @@ def main() -> None:
     def row(name: str, xs: list[float], base: list[float] | None, target: str) -> None:
         b = statistics.median(base) if base else None
         ratio = f"{statistics.median(xs) / b:.2f}x" if b else "-"
-        table.add_row(name, f"{pct(xs, .5):.1f}", f"{pct(xs, .95):.1f}", f"{b:.1f}" if b else "-", ratio, target)
+        table.add_row(
+            name,
+            f"{pct(xs, 0.5):.1f}",
+            f"{pct(xs, 0.95):.1f}",
+            f"{b:.1f}" if b else "-",
+            ratio,
+            target,
+        )
 
     row("cold start (create+start+ready)", m["cold"], base_cold, "-")
     row("warm acquire (pool)", m["acquire"], base_cold, "p50 < 20")
@@ -114,7 +127,9 @@ def main() -> None:
     row("exec `true` round trip (bubblewrap)", m["local"], base_exec, "-")
     Console().print(table)
     alive, secs = concurrent(args.concurrent)
-    Console().print(f"concurrent: {alive}/{args.concurrent} sandboxes with a bash loop answered (started in {secs:.1f}s); target >= 64")
+    Console().print(
+        f"concurrent: {alive}/{args.concurrent} sandboxes with a bash loop answered (started in {secs:.1f}s); target >= 64"
+    )
 
 
 if __name__ == "__main__":

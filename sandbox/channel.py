@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import contextlib
 import socket
 import struct
 import subprocess
@@ -91,10 +92,8 @@ class ProcessChannel(Channel):
 
     def close(self) -> None:
         for pipe in (self._stdin, self._stdout):
-            try:
+            with contextlib.suppress(OSError):
                 pipe.close()
-            except OSError:
-                pass
 
 
 class AttachChannel(Channel):
@@ -149,8 +148,6 @@ class AttachChannel(Channel):
         return self._lines.popleft()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()

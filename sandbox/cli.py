@@ -34,14 +34,18 @@ def build(
     ] = False,
     tag: Annotated[str, typer.Option(help="Image tag to build")] = IMAGE,
     rebuild_base: Annotated[bool, typer.Option(help="Rebuild the base image too")] = False,
-    mirror: Annotated[str, typer.Option(help="Debian mirror for --offline")] = "http://deb.debian.org/debian",
+    mirror: Annotated[
+        str, typer.Option(help="Debian mirror for --offline")
+    ] = "http://deb.debian.org/debian",
 ) -> None:
     """Build the sandbox image (python3, git, pytest, the agentgym worker code)."""
     from agentgym.sandbox import image
 
     client = _client()
     try:
-        image.build(client, tag, offline, rebuild_base, mirror, log=lambda m: err.print(m, highlight=False))
+        image.build(
+            client, tag, offline, rebuild_base, mirror, log=lambda m: err.print(m, highlight=False)
+        )
     except RuntimeError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(1) from None
@@ -66,9 +70,15 @@ def doctor() -> None:
         from agentgym.sandbox.image import image_status
 
         status = image_status(client, IMAGE)
-        hint = {"missing": "run `agentgym sandbox build` (or --offline)", "stale": "agentgym code changed since the build: rebuild"}
+        hint = {
+            "missing": "run `agentgym sandbox build` (or --offline)",
+            "stale": "agentgym code changed since the build: rebuild",
+        }
         table.add_row(f"image {IMAGE}", *_ok(status == "current", hint.get(status, status)))
-    table.add_row("debootstrap (offline build)", *_ok(shutil.which("debootstrap") is not None, "apt-get install -y debootstrap"))
+    table.add_row(
+        "debootstrap (offline build)",
+        *_ok(shutil.which("debootstrap") is not None, "apt-get install -y debootstrap"),
+    )
     console.print(table)
 
 
@@ -78,13 +88,19 @@ def _ok(ok: bool, detail: str) -> tuple[str, str]:
 
 @sandbox_app.command()
 def cleanup(
-    all_: Annotated[bool, typer.Option("--all", help="Remove every agentgym container, live owners too")] = False,
-    older_than: Annotated[float | None, typer.Option(help="Also remove containers older than this many seconds")] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Remove every agentgym container, live owners too")
+    ] = False,
+    older_than: Annotated[
+        float | None, typer.Option(help="Also remove containers older than this many seconds")
+    ] = None,
 ) -> None:
     """Remove sandbox containers whose owner process died (leaked by a crash or kill -9)."""
     from agentgym.sandbox.reaper import reap_orphans
 
     removed = reap_orphans(_client(), everything=all_, older_than_s=older_than)
     for r in removed:
-        console.print(f"removed {r.name} ({r.status}; {r.reason}; owner {r.owner})", highlight=False)
+        console.print(
+            f"removed {r.name} ({r.status}; {r.reason}; owner {r.owner})", highlight=False
+        )
     console.print(f"{len(removed)} container(s) removed")

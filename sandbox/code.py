@@ -71,7 +71,11 @@ def copy_code(dst: Path) -> list[str]:
     site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
     for name, file in sorted(_imported_modules().items()):
         path = Path(file).resolve()
-        if name in SKIP or name.startswith("__editable__") or not any(s in path.parents for s in site):
+        if (
+            name in SKIP
+            or name.startswith("__editable__")
+            or not any(s in path.parents for s in site)
+        ):
             continue
         top = path.parent if path.name == "__init__.py" else path
         target = dst / top.name

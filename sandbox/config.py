@@ -49,7 +49,9 @@ class SandboxConfig(BaseModel):
     @classmethod
     def _size(cls, v: str) -> str:
         if not SIZE_RE.match(v):
-            raise ValueError(f"size {v!r} must be a number with an optional k/m/g suffix, e.g. 512m")
+            raise ValueError(
+                f"size {v!r} must be a number with an optional k/m/g suffix, e.g. 512m"
+            )
         return v.lower()
 
     @field_validator("workdir")

@@ -39,7 +39,9 @@ def docker_client(timeout: int = 120) -> Any:
     try:
         import docker
     except ImportError as e:
-        raise SandboxError("the docker provider needs the docker SDK: pip install 'agentgym[sandbox]'") from e
+        raise SandboxError(
+            "the docker provider needs the docker SDK: pip install 'agentgym[sandbox]'"
+        ) from e
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
@@ -130,7 +132,9 @@ class DockerProvider:
         name = f"agentgym-{uuid.uuid4().hex[:12]}"
         cid = retry(lambda: api.create_container(name=name, **self.container_spec(command))["Id"])
         try:
-            sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock = api.attach_socket(
+                cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
             api.start(cid)
         except BaseException:
             self.remove(cid)
@@ -149,7 +153,10 @@ class DockerProvider:
             nano_cpus=int(cfg.cpus * 1e9),
             pids_limit=cfg.pids,
             read_only=True,
-            tmpfs={cfg.workdir: f"size={cfg.workdir_size},{tmpfs_opts}", "/tmp": f"size={cfg.tmp_size},mode=1777,exec"},
+            tmpfs={
+                cfg.workdir: f"size={cfg.workdir_size},{tmpfs_opts}",
+                "/tmp": f"size={cfg.tmp_size},mode=1777,exec",
+            },
             shm_size="16m",
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],

@@ -28,7 +28,13 @@ CODE_LABEL = "agentgym.code"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_PACKAGES = ["python3", "python3-pytest", "git", "procps", "ca-certificates"]
-TRIM = ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
+TRIM = [
+    "var/cache/apt/archives",
+    "var/lib/apt/lists",
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/locale",
+]
 """Rootfs folders emptied before import (caches and docs: a quarter of the size)."""
 SETUP = """\
 set -e
@@ -162,4 +168,3 @@ def _run(argv: list[str], cwd: Path | None = None) -> None:
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout)[-2000:]
         raise RuntimeError(f"{' '.join(argv[:3])} ... failed with exit {proc.returncode}:\n{tail}")
-

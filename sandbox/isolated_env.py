@@ -11,6 +11,7 @@ Snapshots work the same way, by replay.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from typing import Any, ClassVar
@@ -115,7 +116,9 @@ class IsolatedEnv(TextEnv):
             except json.JSONDecodeError:
                 continue
 
-    def _call(self, op: str, retry: bool = True, timeout: float = 600.0, **fields: Any) -> dict[str, Any]:
+    def _call(
+        self, op: str, retry: bool = True, timeout: float = 600.0, **fields: Any
+    ) -> dict[str, Any]:
         with self._lock:
             try:
                 reply = self._send(op, timeout, fields)
@@ -151,10 +154,8 @@ class IsolatedEnv(TextEnv):
 
     def _stop(self) -> None:
         if self._handle is not None:
-            try:
+            with contextlib.suppress(Exception):  # already gone; the reaper handles the rest
                 self.provider.remove(self._handle)  # type: ignore[attr-defined]
-            except Exception:  # already gone; the reaper handles the rest
-                pass
             self._handle = None
 
     # ------------------------------------------------------------------ the Env contract
@@ -175,7 +176,11 @@ class IsolatedEnv(TextEnv):
     def step(self, action: str) -> StepResult:
         if self.task is None:
             raise ResetNeeded("call reset() before step()")
-        if not isinstance(action, str) and action is not None and not isinstance(action, (int, float)):
+        if (
+            not isinstance(action, str)
+            and action is not None
+            and not isinstance(action, (int, float))
+        ):
             action = repr(action)  # JSON carries str/number/None; the env answers "invalid"
         reply = self._call("step", action=action)
         self._actions.append(action)
@@ -197,7 +202,9 @@ class IsolatedEnv(TextEnv):
 
     def restore(self, snapshot: Snapshot) -> None:
         if snapshot.env_type is not type(self):
-            raise TypeError(f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}")
+            raise TypeError(
+                f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}"
+            )
         (seed, options), actions = snapshot.state
         self.reset(seed=seed, options=options)
         for action in actions:
@@ -205,9 +212,7 @@ class IsolatedEnv(TextEnv):
 
     def close(self) -> None:
         if self._handle is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a dead worker is fine
                 self._call("close", retry=False, timeout=10.0)
-            except Exception:  # closing a dead worker is fine
-                pass
             self._stop()
         super().close()

@@ -14,6 +14,7 @@ isolates nothing; it says so with a loud warning every time a sandbox starts.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import sys
@@ -56,7 +57,18 @@ def bwrap_works() -> bool:
         return False
     import subprocess
 
-    probe = [exe, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]
+    probe = [
+        exe,
+        "--unshare-all",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "true",
+    ]
     return subprocess.run(probe, capture_output=True).returncode == 0
 
 
@@ -107,7 +119,14 @@ class LocalProvider:
             argv += ["--ro-bind", d, d]
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--size", str(size_bytes(cfg.tmp_size)), "--perms", "1777", "--tmpfs", "/tmp"]
-        argv += ["--size", str(size_bytes(cfg.workdir_size)), "--perms", "0755", "--tmpfs", cfg.workdir]
+        argv += [
+            "--size",
+            str(size_bytes(cfg.workdir_size)),
+            "--perms",
+            "0755",
+            "--tmpfs",
+            cfg.workdir,
+        ]
         argv += ["--remount-ro", "/"]  # the sandbox's own root: only the tmpfs stay writable
         argv += ["--unshare-user", "--uid", uid, "--gid", gid, "--hostname", "sandbox"]
         argv += ["--clearenv", "--setenv", "HOME", cfg.workdir, "--setenv", "LANG", "C.UTF-8"]
@@ -122,7 +141,9 @@ class LocalProvider:
         mounted read-only at their own paths (an editable checkout becomes visible, read-only).
         """
         if not self.isolated:
-            raise SandboxError("bubblewrap is unavailable: refusing to run an env worker unisolated")
+            raise SandboxError(
+                "bubblewrap is unavailable: refusing to run an env worker unisolated"
+            )
         from agentgym.sandbox.code import package_dirs
 
         paths = [p for p in sys.path if p and os.path.isdir(p)]
@@ -161,7 +182,12 @@ class LocalProvider:
             channel, workdir = ProcessChannel(server), scratch
         channel.send_line(server_source_line())
         sandbox = ServerSandbox(
-            channel, self.destroy, workdir, cfg.max_output, cfg.max_read, name=f"local:{channel.proc.pid}"
+            channel,
+            self.destroy,
+            workdir,
+            cfg.max_output,
+            cfg.max_read,
+            name=f"local:{channel.proc.pid}",
         )
         sandbox.handle = str(channel.proc.pid)
         sandbox.scratch = scratch  # type: ignore[attr-defined]
@@ -198,10 +224,8 @@ class LocalProvider:
 
 
 def _kill(channel: ProcessChannel) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(channel.proc.pid, 9)
-    except ProcessLookupError:
-        pass
     channel.proc.wait()
 
 

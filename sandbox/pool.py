@@ -87,7 +87,9 @@ class SandboxPool:
         ``max_size``), so a pool shared by N concurrent episodes settles at N warm sandboxes."""
         self._ready: queue.Queue[ServerSandbox] = queue.Queue()
         self._uses: dict[int, int] = {}
-        self._jobs = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="sandbox-pool")
+        self._jobs = ThreadPoolExecutor(
+            max_workers=max(1, workers), thread_name_prefix="sandbox-pool"
+        )
         self._closed = False
         self._lock = threading.Lock()
         self._filling = 0
@@ -97,7 +99,9 @@ class SandboxPool:
     # ------------------------------------------------------------------ filling
     def start(self, wait: bool = True) -> SandboxPool:
         """Start sandboxes until ``size`` are ready (blocking by default)."""
-        futures = [self._spawn() for _ in range(max(0, self.size - self._ready.qsize() - self._filling))]
+        futures = [
+            self._spawn() for _ in range(max(0, self.size - self._ready.qsize() - self._filling))
+        ]
         for fut in futures if wait else []:
             fut.result()
         return self

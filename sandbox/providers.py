@@ -38,7 +38,9 @@ def get_provider(name: str, config: SandboxConfig | None = None, **kwargs: Any) 
     """Build the provider called ``name`` (``docker``, ``local`` or a plugin's)."""
     known = _all()
     if name not in known:
-        raise ValueError(f"unknown sandbox provider {name!r}; use one of {', '.join(sorted(known))}")
+        raise ValueError(
+            f"unknown sandbox provider {name!r}; use one of {', '.join(sorted(known))}"
+        )
     module, _, attr = known[name].partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)
@@ -51,7 +53,9 @@ def get_provider(name: str, config: SandboxConfig | None = None, **kwargs: Any) 
     return provider
 
 
-def open_sandbox(provider: str = "docker", config: SandboxConfig | None = None, **kwargs: Any) -> Any:
+def open_sandbox(
+    provider: str = "docker", config: SandboxConfig | None = None, **kwargs: Any
+) -> Any:
     """One fresh sandbox (cold start); closing it destroys it. Pools are faster for many."""
     return get_provider(provider, config, **kwargs).create()
 

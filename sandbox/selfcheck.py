@@ -43,7 +43,9 @@ def check_exec_basics(sb: Sandbox) -> None:
 
 def check_shell_string(sb: Sandbox) -> None:
     _expect(sb.exec("cd /tmp && pwd").stdout == "/tmp\n", "a string runs in bash -c")
-    _expect(sb.exec("pwd").stdout == sb.workdir + "\n", "cd does not persist; default cwd is workdir")
+    _expect(
+        sb.exec("pwd").stdout == sb.workdir + "\n", "cd does not persist; default cwd is workdir"
+    )
 
 
 def check_input_cwd_env(sb: Sandbox) -> None:
@@ -106,7 +108,9 @@ def check_not_root(sb: Sandbox) -> None:
 
 def check_concurrent_async(sb: Sandbox) -> None:
     async def both() -> list[Any]:
-        waiter = sb.aexec(["sh", "-c", "while [ ! -e go ]; do sleep 0.02; done; echo done"], timeout=20)
+        waiter = sb.aexec(
+            ["sh", "-c", "while [ ! -e go ]; do sleep 0.02; done; echo done"], timeout=20
+        )
         maker = sb.aexec(["sh", "-c", "sleep 0.2; touch go"], timeout=20)
         return list(await asyncio.gather(waiter, maker))
 

@@ -16,6 +16,7 @@ it, only the processes of sessions this server started.
 """
 
 import base64
+import contextlib
 import errno
 import json
 import os
@@ -78,7 +79,7 @@ class Server:
             rid = req.get("id")
             op = getattr(self, "op_" + str(req.get("op")), None)
             if op is None:
-                raise OpError("ValueError", "unknown op %r" % req.get("op"))
+                raise OpError("ValueError", "unknown op {!r}".format(req.get("op")))
             self.send(dict(op(req), id=rid, ok=True))
         except OpError as e:
             self.send({"id": rid, "ok": False, "error": e.name, "message": str(e)})
@@ -97,7 +98,7 @@ class Server:
         env = dict(BASE_ENV, HOME=self.workdir, **(req.get("env") or {}))
         check_program(argv[0], env["PATH"], cwd)
         if not os.path.isdir(cwd):
-            raise OpError("FileNotFoundError", "cwd %s is not a directory" % cwd)
+            raise OpError("FileNotFoundError", f"cwd {cwd} is not a directory")
         data = base64.b64decode(req["input"]) if req.get("input") is not None else None
         start = time.monotonic()
         proc = subprocess.Popen(
@@ -118,7 +119,7 @@ class Server:
         if not wait_all(proc, readers, deadline):
             kill_tree(proc.pid)
             proc.wait()
-            raise OpError("TimeoutError", "command timed out after %ss" % req.get("timeout"))
+            raise OpError("TimeoutError", "command timed out after {}s".format(req.get("timeout")))
         return {
             "returncode": proc.returncode,
             "stdout": readers[0].b64(),
@@ -132,10 +133,11 @@ class Server:
         path, limit = self.path(req["path"]), int(req["max_bytes"])
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
-            raise OpError("IsADirectoryError", "%s is a directory" % path)
+            raise OpError("IsADirectoryError", f"{path} is a directory")
         if st.st_size > limit:
             raise OpError(
-                "OutputLimitExceeded", "%s has %d bytes; the limit is %d" % (path, st.st_size, limit)
+                "OutputLimitExceeded",
+                f"{path} has {st.st_size} bytes; the limit is {limit}",
             )
         with open(path, "rb") as fh:
             return {"data": base64.b64encode(fh.read(limit + 1)[:limit]).decode()}
@@ -143,7 +145,7 @@ class Server:
     def op_write(self, req):
         path = self.path(req["path"])
         if os.path.isdir(path):
-            raise OpError("IsADirectoryError", "%s is a directory" % path)
+            raise OpError("IsADirectoryError", f"{path} is a directory")
         os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(base64.b64decode(req["data"]))
@@ -221,11 +223,11 @@ def check_program(prog, path, cwd):
     if "/" in prog:
         full = os.path.join(cwd, prog)
         if not os.path.exists(full):
-            raise OpError("FileNotFoundError", "no such program: %s" % prog)
+            raise OpError("FileNotFoundError", f"no such program: {prog}")
         if os.path.isdir(full) or not os.access(full, os.X_OK):
-            raise OpError("PermissionError", "not executable: %s" % prog)
+            raise OpError("PermissionError", f"not executable: {prog}")
     elif shutil.which(prog, path=path) is None:
-        raise OpError("FileNotFoundError", "command not found: %s" % prog)
+        raise OpError("FileNotFoundError", f"command not found: {prog}")
 
 
 def proc_table():
@@ -234,7 +236,7 @@ def proc_table():
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                with open("/proc/%s/stat" % name, "rb") as fh:
+                with open(f"/proc/{name}/stat", "rb") as fh:
                     fields = fh.read().rsplit(b")", 1)[1].split()
                 table[int(name)] = (int(fields[1]), int(fields[3]))
             except (OSError, IndexError, ValueError):
@@ -263,10 +265,8 @@ def kill_tree(root):
 
 def signal_all(pids, sig):
     for p in pids:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(p, sig)
-        except OSError:
-            pass
 
 
 def empty_dir(d):
@@ -277,10 +277,8 @@ def empty_dir(d):
         if os.path.isdir(full) and not os.path.islink(full):
             shutil.rmtree(full, ignore_errors=True)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(full)
-            except OSError:
-                pass
 
 
 def main(argv):

@@ -114,7 +114,12 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         try:
             req = json.loads(line)
         except json.JSONDecodeError as e:
-            reply: dict[str, Any] = {"id": None, "ok": False, "error": "ValueError", "message": str(e)}
+            reply: dict[str, Any] = {
+                "id": None,
+                "ok": False,
+                "error": "ValueError",
+                "message": str(e),
+            }
         else:
             reply = worker.handle(req)
         out.write(json.dumps(reply).encode() + b"\n")

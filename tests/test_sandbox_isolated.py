@@ -55,7 +55,9 @@ def test_a_crashed_worker_is_replaced_mid_episode(isolated):
     assert isolated.restarts == before + 1
     reference = agentgym.make("Clarify-v0")
     reference.reset(seed=3, options={"task": TASK})
-    assert first[:4] == reference.step(ACTIONS[0])[:4] and second[:4] == reference.step(ACTIONS[2])[:4]
+    assert (
+        first[:4] == reference.step(ACTIONS[0])[:4] and second[:4] == reference.step(ACTIONS[2])[:4]
+    )
 
 
 def test_env_errors_come_back_as_exceptions(isolated):

@@ -13,13 +13,17 @@ from agentgym.sandbox import SandboxConfig, SandboxPool, get_provider, open_sand
 from agentgym.sandbox.local import bwrap_works
 from agentgym.sandbox.testing import require_docker
 
-CONNECT = "import socket; socket.create_connection(('{host}', {port}), timeout=3); print('connected')"
+CONNECT = (
+    "import socket; socket.create_connection(('{host}', {port}), timeout=3); print('connected')"
+)
 
 
 @pytest.fixture(scope="module")
 def docker_pool():
     require_docker()
-    pool = SandboxPool(get_provider("docker", SandboxConfig(memory="512m", pids=128)), size=1).start()
+    pool = SandboxPool(
+        get_provider("docker", SandboxConfig(memory="512m", pids=128)), size=1
+    ).start()
     yield pool
     pool.close()
 
@@ -54,22 +58,32 @@ def test_no_network(box):
         host, port = target.split("', ")
         r = box.exec(["python3", "-c", CONNECT.format(host=host, port=port)])
         assert r.returncode != 0 and "connected" not in r.stdout
-    assert box.exec("ls /sys/class/net 2>/dev/null || echo none").stdout.split() in (["lo"], ["none"], [])
+    assert box.exec("ls /sys/class/net 2>/dev/null || echo none").stdout.split() in (
+        ["lo"],
+        ["none"],
+        [],
+    )
     r = box.exec(["python3", "-c", "import socket; socket.getaddrinfo('pypi.org', 443)"])
     assert r.returncode != 0
 
 
 def test_host_files_are_invisible(box, host_marker):
-    r = box.exec(f"cat {host_marker} /root/.bash_history /etc/shadow 2>&1; ls /home /work/main 2>&1")
+    r = box.exec(
+        f"cat {host_marker} /root/.bash_history /etc/shadow 2>&1; ls /home /work/main 2>&1"
+    )
     assert "host secret" not in r.stdout
     assert box.exec(["ls", str(Path(__file__).resolve().parent)]).returncode != 0  # the repo
-    assert box.exec("hostname").stdout.strip() in ("sandbox", "") and socket.gethostname() != "sandbox"
+    assert (
+        box.exec("hostname").stdout.strip() in ("sandbox", "") and socket.gethostname() != "sandbox"
+    )
 
 
 def test_root_is_read_only_and_disk_fillers_hit_the_cap(box):
     for path in ("/usr/x", "/etc/x", "/x"):
         assert box.exec(["touch", path]).returncode != 0
-    r = box.exec("head -c 400000000 /dev/zero > /work/fill; echo rc=$?; df -k /work | tail -1", timeout=60)
+    r = box.exec(
+        "head -c 400000000 /dev/zero > /work/fill; echo rc=$?; df -k /work | tail -1", timeout=60
+    )
     assert "rc=1" in r.stdout and "No space left" in r.stderr
     assert box.exec("echo alive").stdout == "alive\n"
 

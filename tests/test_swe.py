@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from agentgym.envs.swe.config import SweConfig, SweGold, apply_edit
 from agentgym.envs.swe.env import SweEnv, shared_pool
 from agentgym.envs.swe.importers import from_directory, from_swebench
 from agentgym.envs.swe.verify import run_tests_bulk
-
 from agentgym.sandbox import SandboxConfig, open_sandbox
 from agentgym.sandbox.local import bwrap_works
 from agentgym.sandbox.testing import require_docker
@@ -21,7 +21,9 @@ from agentgym.task import Task, TaskSuite, check_suite
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "swe"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-pytestmark = pytest.mark.skipif(not bwrap_works(), reason="the swe tests use the bubblewrap sandbox")
+pytestmark = pytest.mark.skipif(
+    not bwrap_works(), reason="the swe tests use the bubblewrap sandbox"
+)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,14 @@ def test_every_humanevalfix_bug_fails_and_every_fix_passes(hef):
         for edit in gold.fix:
             fixed[edit.path] = apply_edit(fixed[edit.path], edit)
         for kind, files in (("buggy", buggy), ("fixed", fixed)):
-            jobs.append({"id": f"{task.id}|{kind}", "files": files, "test": "tests/test_hidden.py", "purge": ["solution"]})
+            jobs.append(
+                {
+                    "id": f"{task.id}|{kind}",
+                    "files": files,
+                    "test": "tests/test_hidden.py",
+                    "purge": ["solution"],
+                }
+            )
     with open_sandbox("local") as sb:
         results = run_tests_bulk(sb, jobs, limit_s=3)
     for task in hef:
@@ -95,7 +104,8 @@ def test_every_humanevalfix_bug_fails_and_every_fix_passes(hef):
 
 
 def test_humanevalfix_repo_matches_the_original_row(hef):
-    rows = {json.loads(line)["task_id"]: json.loads(line) for line in open(SHARED / "humanevalfix" / "humanevalpack_python.jsonl")}
+    lines = (SHARED / "humanevalfix" / "humanevalpack_python.jsonl").read_text().splitlines()
+    rows = {json.loads(line)["task_id"]: json.loads(line) for line in lines}
     task = hef["humanevalfix-000"]
     row = rows["Python/0"]
     assert task.config["files"]["solution.py"] == row["prompt"] + row["buggy_solution"]
@@ -107,7 +117,7 @@ def test_humanevalfix_repo_matches_the_original_row(hef):
 @pytest.mark.parametrize("suite_name", ["humanevalfix", "minirepo"])
 def test_expert_solves_and_inaction_fails(env, suite_name):
     suite = TaskSuite.load(TASKS / f"{suite_name}.jsonl")
-    for task in suite.tasks[:: max(1, len(suite) // 5)][:5]:
+    for task in suite.tasks[:: max(1, len(suite) // 3)][:3]:
         assert solve(env, task)["success"], task.id
         (*_, last) = play(env, task, ["submit"])
         assert last[2] and last[1] == 0.0 and not last[4]["success"], task.id
@@ -129,7 +139,7 @@ def test_editing_or_deleting_tests_does_not_fake_a_pass(env, mini):
     task = mini.tasks[0]
     test_file = SweGold.model_validate(task.gold).fail_to_pass[0].split("::")[0]
     cheats = [
-        f"```bash\nrm -rf toolz/tests && mkdir toolz/tests\n```",
+        "```bash\nrm -rf toolz/tests && mkdir toolz/tests\n```",
         '```bash\nprintf "import pytest\\ncollect_ignore_glob = [\\"*\\"]\\n" > conftest.py\n```',
         f"```bash\nsed -i 's/assert /assert True or /' {test_file}\n```",
         "submit",
@@ -148,18 +158,26 @@ def test_score_is_the_share_of_hidden_tests_passing(env, hef):
 
 # ---------------------------------------------------------------------- actions and tools
 def test_bash_tool_mini_swe_agent_style(env):
-    (obs, _, _, _, info), = play(env, "humanevalfix-000", ["Let me look.\n```bash\ncd /tmp && pwd; exit 3\n```"])
+    ((obs, _, _, _, info),) = play(
+        env, "humanevalfix-000", ["Let me look.\n```bash\ncd /tmp && pwd; exit 3\n```"]
+    )
     assert obs.startswith("<returncode>3</returncode>") and "/tmp" in obs and info["valid"]
-    (obs, *_), = play(env, "humanevalfix-000", ["```bash\npwd\n```"])
+    ((obs, *_),) = play(env, "humanevalfix-000", ["```bash\npwd\n```"])
     assert "/work/repo" in obs  # cd did not persist
 
 
 def test_structured_tools(env):
     view = json.dumps({"name": "view", "arguments": {"path": "solution.py", "start": 4, "end": 5}})
-    bad_edit = json.dumps({"name": "edit", "arguments": {"path": "solution.py", "old": "zzz", "new": "y"}})
-    new_file = json.dumps({"name": "edit", "arguments": {"path": "notes/x.txt", "old": "", "new": "hi"}})
+    bad_edit = json.dumps(
+        {"name": "edit", "arguments": {"path": "solution.py", "old": "zzz", "new": "y"}}
+    )
+    new_file = json.dumps(
+        {"name": "edit", "arguments": {"path": "notes/x.txt", "old": "", "new": "hi"}}
+    )
     run = json.dumps({"type": "function", "function": {"name": "run_tests", "arguments": "{}"}})
-    steps = play(env, "humanevalfix-000", [view, bad_edit, new_file, "```bash\ncat notes/x.txt\n```", run])
+    steps = play(
+        env, "humanevalfix-000", [view, bad_edit, new_file, "```bash\ncat notes/x.txt\n```", run]
+    )
     assert steps[0][0].splitlines()[0].startswith("     4\tdef has_close_elements")
     assert "occurs 0 times" in steps[1][0] and "Nothing was changed" in steps[1][0]
     assert steps[2][0] == "Wrote notes/x.txt (2 characters)." and "hi" in steps[3][0]
@@ -178,7 +196,7 @@ def test_structured_tools(env):
     ],
 )
 def test_malformed_actions_explain_and_count_a_turn(env, action, reason):
-    (obs, reward, terminated, truncated, info), = play(env, "humanevalfix-000", [action])
+    ((obs, reward, terminated, truncated, info),) = play(env, "humanevalfix-000", [action])
     assert reason in obs and info["valid"] is False and not terminated
     assert info["turns_left"] == 19
 
@@ -190,13 +208,21 @@ def test_turn_limit_truncates_without_success(env, hef):
 
 
 def test_command_timeout_is_an_observation(env, hef):
-    task = hef["humanevalfix-000"].model_copy(update={"config": {**hef["humanevalfix-000"].config, "command_timeout": 1}})
-    (obs, *_), = play(env, task, ["```bash\nsleep 30\n```"])
+    task = hef["humanevalfix-000"].model_copy(
+        update={"config": {**hef["humanevalfix-000"].config, "command_timeout": 1}}
+    )
+    ((obs, *_),) = play(env, task, ["```bash\nsleep 30\n```"])
     assert "timed out after 1s" in obs
 
 
 def test_bad_task_config_is_rejected_with_the_field():
-    task = Task(id="x", env="agentgym/Swe-v0", instruction="-", config={"repo": "nope"}, gold={"fail_to_pass": ["a::b"], "fix": [{"path": "a", "old": "", "new": ""}]})
+    task = Task(
+        id="x",
+        env="agentgym/Swe-v0",
+        instruction="-",
+        config={"repo": "nope"},
+        gold={"fail_to_pass": ["a::b"], "fix": [{"path": "a", "old": "", "new": ""}]},
+    )
     with pytest.raises(ValueError, match="no bundled repository 'nope'"):
         SweEnv(sandbox="local").reset(options={"task": task})
     with pytest.raises(ValueError, match="fail_to_pass"):
@@ -215,7 +241,9 @@ def test_expert_solves_in_docker(hef):
 
 # ---------------------------------------------------------------------- importers
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_swebench_importer_on_a_local_checkout(tmp_path, env):
@@ -223,7 +251,9 @@ def test_swebench_importer_on_a_local_checkout(tmp_path, env):
     repo.mkdir()
     _git(repo, "init", "-q")
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\n\ndef test_zero():\n    assert add(0, 0) == 0\n")
+    (repo / "test_calc.py").write_text(
+        "from calc import add\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
+    )
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
     base = _git(repo, "rev-parse", "HEAD").strip()

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from agentgym.env import ResetNeeded, Snapshot, StepResult, TextEnv
-from agentgym.envs.swe.actions import TOOLS, Call, Invalid, parse
+from agentgym.envs.swe.actions import TOOLS, Invalid, parse
 from agentgym.envs.swe.config import Edit, SweConfig, SweGold, apply_edit
 from agentgym.envs.swe.grading import grade, normalise
 from agentgym.envs.swe.repo import build_files, install
@@ -129,7 +129,10 @@ class SweEnv(TextEnv):
         return self._after(message, valid=False)
 
     def _after(self, obs: str, valid: bool) -> StepResult:
-        info: dict[str, Any] = {"valid": valid, "turns_left": self.config.max_turns - self.state.turns}
+        info: dict[str, Any] = {
+            "valid": valid,
+            "turns_left": self.config.max_turns - self.state.turns,
+        }
         if self.state.turns >= self.config.max_turns:
             info |= {"success": False, "score": 0.0}
             obs += f"\n\nTurn limit ({self.config.max_turns}) reached without a submission."
@@ -142,7 +145,13 @@ class SweEnv(TextEnv):
         shown = ", ".join(g.failed[:10]) + (" ..." if len(g.failed) > 10 else "")
         verdict = "All hidden tests pass." if g.success else f"Failing hidden tests: {shown}"
         obs = f"Submitted. {len(g.passed)}/{len(g.passed) + len(g.failed)} hidden tests pass. {verdict}"
-        info = {"valid": True, "success": g.success, "score": g.score, "passed": len(g.passed), "failed": len(g.failed)}
+        info = {
+            "valid": True,
+            "success": g.success,
+            "score": g.score,
+            "passed": len(g.passed),
+            "failed": len(g.failed),
+        }
         return obs, float(g.success), True, False, info
 
     # ------------------------------------------------------------------ tools
@@ -198,14 +207,22 @@ class SweEnv(TextEnv):
         gold = SweGold.model_validate(self.task.gold)
         for edit in gold.fix:
             current = self._read(edit.path)
-            if edit.old == "" and current != edit.new or edit.old and current and edit.old in current:
+            if (
+                edit.old == ""
+                and current != edit.new
+                or edit.old
+                and current
+                and edit.old in current
+            ):
                 return json.dumps({"name": "edit", "arguments": edit.model_dump()})
         if gold.fix_patch and not self._patch_applied(gold.fix_patch):
             return f"```bash\ngit apply - <<'AGENTGYM_PATCH'\n{gold.fix_patch}\nAGENTGYM_PATCH\n```"
         return "submit"
 
     def _patch_applied(self, patch: str) -> bool:
-        r = self._box().exec(["git", "apply", "--check", "-R", "-"], input=patch, cwd=self.state.repo)
+        r = self._box().exec(
+            ["git", "apply", "--check", "-R", "-"], input=patch, cwd=self.state.repo
+        )
         return r.returncode == 0
 
     # ------------------------------------------------------------------ branching, lifecycle
@@ -217,7 +234,9 @@ class SweEnv(TextEnv):
 
     def restore(self, snapshot: Snapshot) -> None:
         if snapshot.env_type is not type(self):
-            raise TypeError(f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}")
+            raise TypeError(
+                f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}"
+            )
         self.reset(options={"task": snapshot.task})
         for action in snapshot.state:
             self.step(action)

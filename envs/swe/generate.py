@@ -39,7 +39,8 @@ def measure(box: Sandbox, config: SweConfig, gold: SweGold) -> dict[str, bool]:
 
 
 def humanevalfix_tasks(data: Path, pool: SandboxPool) -> list[Task]:
-    rows = [json.loads(line) for line in open(data / HUMANEVALFIX, encoding="utf-8")]
+    lines = (data / HUMANEVALFIX).read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
     tasks = []
     for row in rows:
         draft = humanevalfix.task_from_row(row, outcomes={})
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> None:
     with SandboxPool(get_provider("local"), size=2) as pool:
         if args.only in (None, "humanevalfix"):
             tasks = humanevalfix_tasks(args.data, pool)
-            shutil.copyfile(args.data / "humanevalfix" / "LICENSE", args.out / "LICENSE-humanevalfix")
+            shutil.copyfile(
+                args.data / "humanevalfix" / "LICENSE", args.out / "LICENSE-humanevalfix"
+            )
             write_suite(
                 args.out,
                 "humanevalfix",

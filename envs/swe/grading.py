@@ -49,9 +49,7 @@ def pytest_outcomes(output: str) -> dict[str, str]:
     return {m.group(2).strip(): m.group(1) for m in _OUTCOME.finditer(output)}
 
 
-def restore_tests(
-    sandbox: Sandbox, repo: str, gold: SweGold, original: dict[str, str]
-) -> None:
+def restore_tests(sandbox: Sandbox, repo: str, gold: SweGold, original: dict[str, str]) -> None:
     """Hidden tests and the task's own test configuration over whatever the agent left."""
     for path, text in gold.hidden_tests.items():
         sandbox.write_file(f"{repo}/{path}", text)

@@ -72,7 +72,9 @@ def hidden_tests(test: str, entry_point: str) -> tuple[str, list[str]]:
     """The hidden test module and its test names."""
     body, check = _strip_check_calls(test)
     param = check.args.args[0].arg if check.args.args else "candidate"
-    stmts = [s for s in check.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    stmts = [
+        s for s in check.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
     out = HIDDEN_HEADER + "\n" + body + "\n"
     if stmts and all(isinstance(s, ast.Assert) for s in stmts):
         names = []

@@ -49,27 +49,39 @@ def _patched_files(checkout: str, commit: str, patch: str) -> dict[str, str]:
         root = Path(tmp)
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
         touched = subprocess.run(
-            ["git", "apply", "--numstat", "-"], input=patch.encode(), cwd=root, capture_output=True, check=True
+            ["git", "apply", "--numstat", "-"],
+            input=patch.encode(),
+            cwd=root,
+            capture_output=True,
+            check=True,
         ).stdout.decode()
         paths = [line.split("\t")[2] for line in touched.splitlines() if line.count("\t") >= 2]
         for p in paths:
             if p in files:
                 (root / p).parent.mkdir(parents=True, exist_ok=True)
                 (root / p).write_text(files[p])
-        proc = subprocess.run(["git", "apply", "-"], input=patch.encode(), cwd=root, capture_output=True)
+        proc = subprocess.run(
+            ["git", "apply", "-"], input=patch.encode(), cwd=root, capture_output=True
+        )
         if proc.returncode != 0:
-            raise ValueError(f"test_patch does not apply at {commit}: {proc.stderr.decode()[-500:]}")
+            raise ValueError(
+                f"test_patch does not apply at {commit}: {proc.stderr.decode()[-500:]}"
+            )
         return {p: (root / p).read_text() for p in paths if (root / p).exists()}
 
 
-def from_swebench(instances: Iterable[dict[str, Any]] | str | Path, checkout: str | Path) -> list[Task]:
+def from_swebench(
+    instances: Iterable[dict[str, Any]] | str | Path, checkout: str | Path
+) -> list[Task]:
     """Tasks from SWE-bench-format rows (a list, or a JSON/JSONL file) on a local checkout."""
     rows = _load_rows(instances)
     tasks = []
     for row in rows:
         missing = [f for f in SWEBENCH_FIELDS if f not in row]
         if missing:
-            raise ValueError(f"{row.get('instance_id', '?')}: missing field(s) {', '.join(missing)}")
+            raise ValueError(
+                f"{row.get('instance_id', '?')}: missing field(s) {', '.join(missing)}"
+            )
         iid = row["instance_id"]
         config = SweConfig(git=GitSource(path=str(checkout), commit=row["base_commit"]))
         gold = SweGold(
@@ -115,7 +127,9 @@ def _program_task(folder: Path, pool: SandboxPool) -> Task:
     for need in ("buggy.py", "fixed.py"):
         if not (folder / need).is_file():
             raise ValueError(f"{folder}: missing {need}")
-    meta = json.loads((folder / "task.json").read_text()) if (folder / "task.json").is_file() else {}
+    meta = (
+        json.loads((folder / "task.json").read_text()) if (folder / "task.json").is_file() else {}
+    )
     module = meta.get("module", folder.name)
     tests = {
         str(p.relative_to(folder)): p.read_text()
@@ -125,20 +139,28 @@ def _program_task(folder: Path, pool: SandboxPool) -> Task:
     if not tests:
         raise ValueError(f"{folder}: no test_*.py files")
     buggy, fixed = (folder / "buggy.py").read_text(), (folder / "fixed.py").read_text()
-    config = SweConfig(files={f"{module}.py": buggy, **tests}, test_command="python3 -m pytest -q -p no:cacheprovider")
+    config = SweConfig(
+        files={f"{module}.py": buggy, **tests},
+        test_command="python3 -m pytest -q -p no:cacheprovider",
+    )
     ids = _all_test_ids(pool, config, tests)
-    probe = SweGold(fail_to_pass=ids, hidden_tests=tests, fix=[Edit(path=f"{module}.py", old="", new=fixed)])
+    probe = SweGold(
+        fail_to_pass=ids, hidden_tests=tests, fix=[Edit(path=f"{module}.py", old="", new=fixed)]
+    )
     with pool.acquire() as box:
         files = build_files(config)
         g = grade(box, install(box, files), config, probe, files)
     f2p = [t for t in ids if t not in set(g.passed)]
     if not f2p:
         raise ValueError(f"{folder}: every test passes on buggy.py, so nothing tells a fix apart")
-    gold = probe.model_copy(update={"fail_to_pass": f2p, "pass_to_pass": [t for t in ids if t in set(g.passed)]})
+    gold = probe.model_copy(
+        update={"fail_to_pass": f2p, "pass_to_pass": [t for t in ids if t in set(g.passed)]}
+    )
     return Task(
         id=folder.name,
         env=ENV_ID,
-        instruction=meta.get("instruction") or f"Fix the bug in {module}.py so that its tests pass.",
+        instruction=meta.get("instruction")
+        or f"Fix the bug in {module}.py so that its tests pass.",
         config=config.model_dump(exclude_defaults=True),
         gold=gold.model_dump(exclude_defaults=True),
         tags=["directory", module],
@@ -148,7 +170,10 @@ def _program_task(folder: Path, pool: SandboxPool) -> Task:
 def _all_test_ids(pool: SandboxPool, config: SweConfig, tests: dict[str, str]) -> list[str]:
     with pool.acquire() as box:
         repo = install(box, build_files(config))
-        r = box.exec(["python3", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests], cwd=repo)
+        r = box.exec(
+            ["python3", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests],
+            cwd=repo,
+        )
     ids = [line.strip() for line in r.stdout.splitlines() if "::" in line]
     if not ids:
         raise ValueError(f"pytest collected no tests: {r.stdout[-500:]}{r.stderr[-500:]}")

@@ -40,7 +40,9 @@ _ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
 
 def run_file(box: Sandbox, repo: str, test_file: str) -> tuple[dict[str, str], str]:
     """pytest outcomes of one test file and its normalised output (addresses masked)."""
-    cmd = f"python3 -m pytest -rA --tb=no -p no:cacheprovider -o addopts='' {shlex.quote(test_file)}"
+    cmd = (
+        f"python3 -m pytest -rA --tb=no -p no:cacheprovider -o addopts='' {shlex.quote(test_file)}"
+    )
     r = box.exec(cmd, cwd=repo, timeout=60, env={"COLUMNS": "240"})  # untruncated messages
     out = _ADDRESS.sub("0x...", normalise(r.stdout))
     return pytest_outcomes(out), out

@@ -24,7 +24,12 @@ SWAP_COMPARE: dict[type, type] = {
     ast.Is: ast.IsNot,
     ast.IsNot: ast.Is,
 }
-SWAP_BINOP: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.FloorDiv: ast.Mult}
+SWAP_BINOP: dict[type, type] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+}
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,17 @@ def functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
 def _replacement(node: ast.AST, source: str) -> Iterator[tuple[str, str]]:
     """(operator name, new source of ``node``) for every mutation of this node."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in SWAP_COMPARE:
-        yield "compare", ast.unparse(ast.Compare(node.left, [SWAP_COMPARE[type(node.ops[0])]()], node.comparators))
+        yield (
+            "compare",
+            ast.unparse(
+                ast.Compare(node.left, [SWAP_COMPARE[type(node.ops[0])]()], node.comparators)
+            ),
+        )
     elif isinstance(node, ast.BinOp) and type(node.op) in SWAP_BINOP:
-        yield "arithmetic", ast.unparse(ast.BinOp(node.left, SWAP_BINOP[type(node.op)](), node.right))
+        yield (
+            "arithmetic",
+            ast.unparse(ast.BinOp(node.left, SWAP_BINOP[type(node.op)](), node.right)),
+        )
     elif isinstance(node, ast.BoolOp):
         other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
         yield "boolean", ast.unparse(ast.BoolOp(other, node.values))

@@ -14,20 +14,31 @@ from agentgym.sandbox import Sandbox
 REPOS = Path(__file__).resolve().parent / "data" / "repos"
 """Bundled snapshots, one folder each, with their licences."""
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
+KEEP = {"toolz": ("toolz/", "tlz/", "LICENSE.txt")}
+"""Paths of each archive that make up its task repository (the package, its tests, the licence)."""
 
 
 @functools.lru_cache(maxsize=8)
 def bundled(name: str) -> dict[str, str]:
-    """Every text file of a bundled snapshot, by relative path (cached: tasks share snapshots)."""
-    root = REPOS / name
-    if not root.is_dir():
+    """Every file of a bundled snapshot, by relative path (cached: tasks share snapshots).
+
+    A snapshot is the project's released source archive, kept verbatim
+    (``data/repos/<name>/<name>-<version>.tar.gz``); :data:`KEEP` says which of its paths form
+    the task repository.
+    """
+    folder = REPOS / name
+    archives = sorted(folder.glob("*.tar.gz")) if folder.is_dir() else []
+    if not archives:
         known = sorted(p.name for p in REPOS.iterdir() if p.is_dir())
         raise ValueError(f"no bundled repository {name!r}; bundled: {', '.join(known)}")
-    return {
-        str(f.relative_to(root)): f.read_text(encoding="utf-8")
-        for f in sorted(root.rglob("*"))
-        if f.is_file() and not SKIP_PARTS & set(f.parts) and f.suffix != ".pyc"
-    }
+    keep = KEEP.get(name, ("",))
+    out = {}
+    with tarfile.open(archives[0]) as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            path = member.name.split("/", 1)[-1]
+            if member.isfile() and path.startswith(keep) and not SKIP_PARTS & set(path.split("/")):
+                out[path] = tar.extractfile(member).read().decode("utf-8")  # type: ignore[union-attr]
+    return out
 
 
 def git_files(path: str, commit: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentgym.sandbox import Sandbox
 
-RUNNER = r'''
+RUNNER = r"""
 import importlib.util, json, os, signal, sys, tempfile, traceback
 jobs = json.load(sys.stdin)
 limit = int(sys.argv[1])
@@ -62,7 +62,7 @@ for job in jobs:
         out[job["test"] + "::" + name] = ok
     results[job["id"]] = out
 print(json.dumps(results))
-'''
+"""
 
 
 def run_tests_bulk(
