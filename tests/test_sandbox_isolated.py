@@ -82,3 +82,26 @@ def test_unknown_env_fails_clearly():
         pytest.skip("bubblewrap is not usable here")
     with pytest.raises((KeyError, RemoteError), match="no environment 'Nope-v0'"):
         IsolatedEnv("Nope-v0", provider="local")
+
+
+def test_the_runner_evaluates_isolated_envs(monkeypatch, tmp_path):
+    """What ``agentgym eval --isolate local`` does: the runner's envs are IsolatedEnv proxies."""
+    if not bwrap_works():
+        pytest.skip("bubblewrap is not usable here")
+    import agentgym.runner as runner
+    from agentgym.task import TaskSuite
+
+    made: list[IsolatedEnv] = []
+
+    def make(env_id, **kwargs):
+        made.append(IsolatedEnv(env_id, provider="local", env_kwargs=kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(runner, "make", make)
+    suite = TaskSuite.load("clarify/test").filter(limit=4)
+    try:
+        result = agentgym.evaluate(suite, "expert", concurrency=2, db=tmp_path / "runs.db")
+        assert result.progress.done == 4 and result.progress.successes == 4
+    finally:
+        for env in made:
+            env.close()
