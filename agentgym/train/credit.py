@@ -44,6 +44,11 @@ def get_credit(name: str) -> CreditFn:
         import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
         import agentgym.train.grpo  # noqa: F401
         import agentgym.train.reinforce_pp  # noqa: F401
+    if name not in _REGISTRY:  # methods outside the trainer (InfoPO) come as entry points
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="agentgym.credits", name=name):
+            register_credit(name, ep.load())
     if name not in _REGISTRY:
         raise KeyError(f"unknown credit function {name!r}; registered: {sorted(_REGISTRY)}")
     return _REGISTRY[name]
