@@ -3,7 +3,10 @@
 Before running, the hidden test files are written over the agent's repository and pytest's
 configuration files (``conftest.py``, ``pytest.ini``, ``tox.ini``, ``setup.cfg``,
 ``pyproject.toml``) are put back as they were in the task (ones the agent created are removed),
-so editing tests or test configuration cannot fake a pass. Success means every FAIL_TO_PASS and
+so editing tests or test configuration cannot fake a pass; Python runs with ``-s`` so a
+``.pth`` or ``usercustomize`` planted in the user site folder is not loaded. Not prevented: a
+module planted in the repository root that shadows ``pytest`` itself (SWE-bench grades the same
+way and has the same gap). Success means every FAIL_TO_PASS and
 PASS_TO_PASS test passes; the score is the share that pass.
 """
 
@@ -70,7 +73,7 @@ def grade(
     restore_tests(sandbox, repo, gold, original)
     wanted = [*gold.fail_to_pass, *gold.pass_to_pass]
     files = sorted({t.split("::", 1)[0] for t in wanted})
-    cmd = "python3 -m pytest -rA --tb=short -p no:cacheprovider -o addopts='' " + " ".join(
+    cmd = "python3 -s -m pytest -rA --tb=short -p no:cacheprovider -o addopts='' " + " ".join(
         shlex.quote(f) for f in files
     )
     try:
