@@ -155,6 +155,9 @@ def eval_(
         bool, typer.Option(help="Rerun episodes that ended in an error")
     ] = False,
     plot: Annotated[Path | None, typer.Option(help="Also save a plot to this PNG")] = None,
+    isolate: Annotated[
+        str | None, typer.Option(help="Run envs in sandboxes: docker or local")
+    ] = None,
 ) -> None:
     """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
     import agentgym
@@ -165,6 +168,8 @@ def eval_(
         factories = [(spec, agentgym.agent_factory(spec)) for spec in agent]
         if not len(tasks):
             raise ValueError(f"no task in {suite} matches tags {tag}")
+        if isolate not in (None, "docker", "local"):
+            raise ValueError(f"--isolate must be 'docker' or 'local', got {isolate!r}")
         store = agentgym.Store(db)
     run_ids = []
     for spec, _ in factories:
@@ -180,6 +185,7 @@ def eval_(
                     time_limit_s=time_limit,
                     seed=seed,
                     retry_errors=retry_errors,
+                    isolate=isolate,
                     on_episode=on_episode,
                 )
             except KeyboardInterrupt:

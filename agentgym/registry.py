@@ -19,6 +19,7 @@ import gymnasium
 
 ENTRY_POINT_GROUP = "agentgym.envs"
 NAMESPACE = "agentgym"
+ISOLATION_PROVIDERS = ("docker", "local")
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,20 @@ def spec(env_id: str) -> EnvSpec:
     raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(sorted(_registry))}")
 
 
-def make(env_id: str, **kwargs: Any) -> Any:
-    """Build the env registered as ``env_id`` (with or without the ``agentgym/`` prefix)."""
+def make(env_id: str, isolate: str | None = None, **kwargs: Any) -> Any:
+    """Build the env registered as ``env_id`` (with or without the ``agentgym/`` prefix).
+
+    ``isolate="docker"`` or ``"local"`` runs the env inside a sandbox behind a proxy with the same
+    API (one generic worker protocol for every env), for untrusted envs and long runs.
+    """
     s = spec(env_id)
-    env = s.load()(**{**s.kwargs, **kwargs})
+    if isolate is not None:
+        if isolate not in ISOLATION_PROVIDERS:
+            raise ValueError(f"isolate={isolate!r}: use one of {', '.join(ISOLATION_PROVIDERS)}")
+        from agentgym.sandbox.isolated_env import IsolatedEnv  # the core does not need sandbox/
+
+        env = IsolatedEnv(s.id, provider=isolate, env_kwargs={**s.kwargs, **kwargs})
+    else:
+        env = s.load()(**{**s.kwargs, **kwargs})
     env.spec = gymnasium.spec(s.id)
     return env

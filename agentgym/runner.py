@@ -83,12 +83,14 @@ def evaluate(
     seed: int = 0,
     name: str | None = None,
     retry_errors: bool = False,
+    isolate: str | None = None,
     on_episode: Callable[[Episode, Progress], None] | None = None,
 ) -> RunResult:
     """Evaluate ``agent`` on every task of ``suite`` ``samples`` times; results go to ``db``.
 
     ``agent`` is a spec (``expert``, ``random``, ``openai:MODEL``...) or a callable that builds a
-    fresh agent from an episode's env. Returns when every episode is stored.
+    fresh agent from an episode's env. ``isolate`` (``docker`` or ``local``) runs every env in a
+    sandbox. Returns when every episode is stored.
     """
     if concurrency < 1 or samples < 1:
         raise ValueError(f"concurrency and samples must be >= 1, got {concurrency} and {samples}")
@@ -106,6 +108,8 @@ def evaluate(
         "time_limit_s": time_limit_s,
         "seed": seed,
     }
+    if isolate:  # only when set, so the run ids (and resume) of plain runs stay as they were
+        config["isolate"] = isolate
     store = db if isinstance(db, Store) else Store(db)
     run_id = run_id_for({**config, "name": name})
     store.start_run(
@@ -140,11 +144,15 @@ async def _run_all(
     pending = iter(todo)
     finished: list[Episode] = []
     envs = threading.local()
+    opened: list[Any] = []  # every env the worker threads built, closed at the end
 
     def run_one(task: Task, sample: int) -> Episode:
         cache: dict[str, Any] = envs.__dict__.setdefault("by_id", {})
         try:
-            env = cache.get(task.env) or cache.setdefault(task.env, make(task.env))
+            if task.env not in cache:
+                cache[task.env] = make(task.env, isolate=config.get("isolate"))
+                opened.append(cache[task.env])
+            env = cache[task.env]
             agent: Agent = factory(env)
         except Exception as e:  # a task naming a broken env is an errored episode, not a crash
             return Episode(
@@ -180,6 +188,8 @@ async def _run_all(
         await asyncio.gather(*(worker() for _ in range(min(concurrency, max(len(todo), 1)))))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    for env in opened:  # after a clean finish only: an interrupted run's envs die with the process
+        env.close()
     return finished
 
 
