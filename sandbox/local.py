@@ -115,8 +115,6 @@ class LocalProvider:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         for name in ("passwd", "group", "gitconfig", "hostname"):
             argv += ["--ro-bind", str(self._etc / name), f"/etc/{name}"]
-        for d in python_dirs():
-            argv += ["--ro-bind", d, d]
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--size", str(size_bytes(cfg.tmp_size)), "--perms", "1777", "--tmpfs", "/tmp"]
         argv += [
@@ -127,6 +125,8 @@ class LocalProvider:
             "--tmpfs",
             cfg.workdir,
         ]
+        for d in python_dirs():  # after the tmpfs: a venv under /tmp must stay visible
+            argv += ["--ro-bind", d, d]
         argv += ["--remount-ro", "/"]  # the sandbox's own root: only the tmpfs stay writable
         argv += ["--unshare-user", "--uid", uid, "--gid", gid, "--hostname", "sandbox"]
         argv += ["--clearenv", "--setenv", "HOME", cfg.workdir, "--setenv", "LANG", "C.UTF-8"]
