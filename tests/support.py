@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from agentgym.agent import Action
@@ -10,6 +12,14 @@ from agentgym.episode import Usage
 from agentgym.registry import register
 from agentgym.task import Task, TaskSuite
 from agentgym.testing.noop import NoOpEnv
+
+
+def shared_data() -> Path:
+    """Raw public data: ``$AGENTGYM_SHARED_DATA``, else ``../shared/data``, else the fixture copies."""
+    if os.environ.get("AGENTGYM_SHARED_DATA"):
+        return Path(os.environ["AGENTGYM_SHARED_DATA"])
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return shared if shared.is_dir() else Path(__file__).resolve().parent / "data"
 
 
 class ExplodingEnv(NoOpEnv):

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from support import shared_data
 
 import agentgym.envs.household as household
 from agentgym.envs.household.env import HouseholdEnv
@@ -22,7 +23,7 @@ from agentgym.testing import check_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "tasks" / "household"
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = shared_data()
 TRANSCRIPTS = SHARED / "alfworld" / "expert_transcripts.json"
 
 KITCHEN = {
@@ -477,7 +478,7 @@ def test_expert_recovers_from_a_wrong_object_in_hand(suites):
 
 
 # ---------------------------------------------------------------------- data fidelity
-@pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/data")
+@pytest.mark.skipif(not (SHARED / "alfworld" / "layouts").is_dir(), reason="needs ../shared/data")
 def test_layouts_file_is_built_from_the_floor_plans():
     shipped = json.loads((ROOT / "envs" / "household" / "data" / "layouts.json").read_text())
     assert build_layouts(SHARED) == shipped and len(shipped) == 120

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from support import shared_data
 
 from agentgym.envs.household import from_transcript, parse_transcript, replay
 from agentgym.envs.household.env import HouseholdEnv
 
-TRANSCRIPTS = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "alfworld" / "expert_transcripts.json"
-)
+TRANSCRIPTS = shared_data() / "alfworld" / "expert_transcripts.json"
 pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_file(), reason="needs ../shared/data/alfworld")
 
 HAND_EDITED = {

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from support import shared_data
 
 import agentgym
 from agentgym.env import ResetNeeded
@@ -24,7 +25,7 @@ from agentgym.task import Task, TaskSuite, check_suite
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "kbqa"
 SUITES = ["metaqa-train", "metaqa-test", "comp-train", "comp-test"]
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = shared_data()
 ONE_HOP = "kbqa-metaqa-1hop-test-00000"
 
 
@@ -103,7 +104,7 @@ def test_expert_solves_every_task(name: str, suites: dict[str, TaskSuite]) -> No
 
 
 def test_metaqa_gold_is_the_metaqa_answer_set(suites: dict[str, TaskSuite]) -> None:
-    if not DATA.exists():
+    if not (DATA / "metaqa" / "1hop_test.jsonl").exists():
         pytest.skip("shared MetaQA questions not available")
     originals = {}
     for hop in ("1hop", "2hop"):
@@ -176,7 +177,7 @@ def test_compositional_gold_matches_an_independent_evaluator(suites: dict[str, T
 
 
 def test_generator_is_deterministic(tmp_path: Path) -> None:
-    if not DATA.exists():
+    if not (DATA / "metaqa" / "1hop_test.jsonl").exists():
         pytest.skip("shared MetaQA questions not available")
     generate(DATA, tmp_path)
     manifest = json.loads((TASKS / "manifest.json").read_text())

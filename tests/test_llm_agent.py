@@ -126,6 +126,7 @@ def test_bad_specs_name_what_is_allowed(tiny_model):
     with pytest.raises(FileNotFoundError, match="agentgym model init"):
         make_client("hf:/no/such/dir")
     with pytest.raises(
-        ValueError, match=r"allowed: expert, human, random, .*hf:\.\.\., litellm:\.\.\., openai:\.\.\."
+        ValueError,
+        match=r"allowed: expert, human, random, .*hf:\.\.\., litellm:\.\.\., openai:\.\.\.",
     ):
         agentgym.agent_factory("claude:opus")

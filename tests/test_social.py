@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from pettingzoo.test import parallel_api_test
+from support import shared_data
 
 import agentgym
 from agentgym.envs.social import SocialConfig, parallel_env
@@ -19,7 +20,7 @@ from agentgym.envs.social.scripted import scripted_agent, stance_for
 from agentgym.task import TaskSuite, check_suite
 from agentgym.testing import check_env
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sotopia"
+DATA = shared_data() / "sotopia"
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "social"
 
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import shared_data
 
 from agentgym.envs.swe.config import SweConfig, SweGold, apply_edit
 from agentgym.envs.swe.env import SweEnv, shared_pool
@@ -19,7 +20,7 @@ from agentgym.sandbox.testing import require_docker
 from agentgym.task import Task, TaskSuite, check_suite
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "swe"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = shared_data()
 
 pytestmark = pytest.mark.skipif(
     not bwrap_works(), reason="the swe tests use the bubblewrap sandbox"

@@ -13,6 +13,7 @@ import gymnasium
 import pytest
 from gymnasium.utils.env_checker import check_env
 from pydantic import ValidationError
+from support import shared_data
 
 import agentgym
 from agentgym.env import ResetNeeded
@@ -26,8 +27,10 @@ from agentgym.task import Task, TaskSuite, check_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "tasks" / "webshop"
-DATA = ROOT.parent / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is not here")
+DATA = shared_data()
+needs_data = pytest.mark.skipif(
+    not (DATA / "tau2" / "retail" / "db.json").is_file(), reason="../shared/data is not here"
+)
 
 
 @pytest.fixture(scope="module")

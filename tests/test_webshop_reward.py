@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import shared_data
 
 from agentgym.envs.webshop.catalog import DEFAULT_PRICE, Product, bundled_catalog
 from agentgym.envs.webshop.env import WebShopEnv
@@ -18,7 +19,7 @@ from agentgym.envs.webshop.reward import GoalSpec, get_reward, option_matches, r
 from agentgym.envs.webshop.text import indel_distance, normalize_color, token_set_ratio
 from agentgym.task import Task
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "webshop"
+DATA = shared_data() / "webshop"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/webshop is not here")
 
 

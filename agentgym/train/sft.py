@@ -48,8 +48,7 @@ def from_messages(
     for i, m in enumerate(turns[1:], start=1):
         if m["role"] == "assistant":
             start = len(ep.ids)
-            trained = m.get("weight", 1) != 0  # weight 0: context only (early experience rows)
-            ep.extend(chat.action(str(m["content"] or "")), mask=int(trained))
+            ep.extend(chat.action(str(m["content"] or "")), mask=1)
             ep.turns.append(Turn(start, len(ep.ids), len(ep.ids), len(ep.ids), 0.0, state))
         elif m["role"] in ("user", "tool"):
             if turns[i - 1]["role"] != "assistant":
