@@ -54,7 +54,8 @@ def reap_orphans(
 ) -> list[Reaped]:
     """Remove agentgym containers whose owner died (or all of them, or those older than a limit)."""
     removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+    # ignore_removed: auto-removing containers may vanish between the listing and its inspect calls
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}, ignore_removed=True):
         reason = _why_remove(c, everything, older_than_s)
         if reason is None:
             continue

@@ -187,10 +187,11 @@ def test_kill_9_of_the_owner_leaves_no_container(docker_pool):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         reap_orphans(client)  # the reaper; stdin EOF usually stopped the container already
-        if not client.containers.list(all=True, filters={"id": cid}):
+        # the low-level list: the high-level one inspects each container and races auto-removal
+        if not client.api.containers(all=True, filters={"id": cid}):
             break
         time.sleep(0.5)
-    assert not client.containers.list(all=True, filters={"id": cid})
+    assert not client.api.containers(all=True, filters={"id": cid})
 
 
 def test_cleanup_cli_removes_orphans_only(docker_pool):
@@ -206,7 +207,7 @@ def test_cleanup_cli_removes_orphans_only(docker_pool):
         result = CliRunner().invoke(app, ["sandbox", "cleanup"])
         assert result.exit_code == 0, result.output
         assert "owner process is gone" in result.output
-        assert not client.containers.list(all=True, filters={"id": orphan})
+        assert not client.api.containers(all=True, filters={"id": orphan})
         assert mine.exec("echo alive").stdout == "alive\n"  # a live owner's container stays
 
 
