@@ -13,14 +13,15 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from agentgym.episode import Episode
+from agentgym.registry import check_isolate
 from agentgym.runner import Progress as RunProgress
 from agentgym.sandbox.cli import sandbox_app
 from agentgym.store import Store
-from agentgym.task import TaskFileError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -44,12 +45,9 @@ def user_errors() -> Iterator[None]:
     """Bad input becomes one line on stderr and exit code 2, never a traceback."""
     try:
         yield
-    except TaskFileError as e:
-        err_console.print(f"[red]error:[/red] {e}", markup=True, highlight=False)
-        raise typer.Exit(2) from None
-    except (KeyError, ValueError, FileNotFoundError, ValidationError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        err_console.print(f"[red]error:[/red] {msg}", highlight=False)
+    except (KeyError, ValueError, FileNotFoundError, ValidationError) as e:  # TaskFileError too
+        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        err_console.print(f"[red]error:[/red] {escape(msg)}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -165,14 +163,14 @@ def eval_(
 
     with user_errors():
         tasks = TaskSuite.load(suite).filter(tag or (), limit)
-        factories = [(spec, agentgym.agent_factory(spec)) for spec in agent]
+        for spec in agent:  # every spec must resolve before the first run starts
+            agentgym.agent_factory(spec)
         if not len(tasks):
             raise ValueError(f"no task in {suite} matches tags {tag}")
-        if isolate not in (None, "docker", "local"):
-            raise ValueError(f"--isolate must be 'docker' or 'local', got {isolate!r}")
+        check_isolate(isolate)
         store = agentgym.Store(db)
     run_ids = []
-    for spec, _ in factories:
+    for spec in agent:
         with _progress(spec) as on_episode:
             try:
                 result = agentgym.evaluate(

@@ -72,7 +72,7 @@ def summarize(rows: Iterable[dict[str, Any]], group: str = "all") -> Summary:
     n = len(rows)
 
     def mean(key: str) -> float:
-        return sum(float(r[key] or 0) for r in rows) / n if n else 0.0
+        return _mean(float(r[key] or 0) for r in rows)
 
     return Summary(
         group=group,

@@ -92,6 +92,13 @@ def spec(env_id: str) -> EnvSpec:
     raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(sorted(_registry))}")
 
 
+def check_isolate(isolate: str | None) -> str | None:
+    """``isolate`` itself if it is None or a known sandbox provider, else a ``ValueError``."""
+    if isolate is not None and isolate not in ISOLATION_PROVIDERS:
+        raise ValueError(f"isolate={isolate!r}: use one of {', '.join(ISOLATION_PROVIDERS)}")
+    return isolate
+
+
 def make(env_id: str, isolate: str | None = None, **kwargs: Any) -> Any:
     """Build the env registered as ``env_id`` (with or without the ``agentgym/`` prefix).
 
@@ -99,9 +106,7 @@ def make(env_id: str, isolate: str | None = None, **kwargs: Any) -> Any:
     API (one generic worker protocol for every env), for untrusted envs and long runs.
     """
     s = spec(env_id)
-    if isolate is not None:
-        if isolate not in ISOLATION_PROVIDERS:
-            raise ValueError(f"isolate={isolate!r}: use one of {', '.join(ISOLATION_PROVIDERS)}")
+    if check_isolate(isolate) is not None:
         from agentgym.sandbox.isolated_env import IsolatedEnv  # the core does not need sandbox/
 
         env = IsolatedEnv(s.id, provider=isolate, env_kwargs={**s.kwargs, **kwargs})

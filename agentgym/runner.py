@@ -24,7 +24,7 @@ from typing import Any
 
 from agentgym.agent import Agent, AgentFactory, agent_factory
 from agentgym.episode import Episode
-from agentgym.registry import make
+from agentgym.registry import check_isolate, make
 from agentgym.rollout import rollout
 from agentgym.store import Store
 from agentgym.task import Task, TaskSuite
@@ -108,7 +108,9 @@ def evaluate(
         "time_limit_s": time_limit_s,
         "seed": seed,
     }
-    if isolate:  # only when set, so the run ids (and resume) of plain runs stay as they were
+    if check_isolate(
+        isolate
+    ):  # only when set, so the run ids (and resume) of plain runs stay as they were
         config["isolate"] = isolate
     store = db if isinstance(db, Store) else Store(db)
     run_id = run_id_for({**config, "name": name})
