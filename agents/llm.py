@@ -189,8 +189,8 @@ def chat_agent(spec: str, env: Any, hint: str = "") -> ChatAgent:
     backend, model, query = split_spec(spec)
     agent_keys = set(ChatAgentConfig.model_fields)
     config = ChatAgentConfig.model_validate({k: v for k, v in query.items() if k in agent_keys})
-    client_query = "&".join(f"{k}={v}" for k, v in query.items() if k not in agent_keys)
-    client = make_client(f"{backend}:{model}" + (f"?{client_query}" if client_query else ""))
+    client_options = {k: v for k, v in query.items() if k not in agent_keys}
+    client = make_client(f"{backend}:{model}", **client_options)  # no re-encoding of values
     return ChatAgent(client, env, config, hint)
 
 

@@ -36,22 +36,22 @@ def split_spec(spec: str) -> tuple[str, str, dict[str, str]]:
 
 
 def make_client(spec: str, **options: object) -> BaseClient:
-    """The shared client for ``spec`` (options in the spec's query string or as keywords)."""
+    """The shared client for ``spec`` (options in the spec's query string or as keywords).
+
+    Clients are keyed by backend, model and the validated options, so the same settings given in
+    the query string or as keywords (``"16"`` or ``16``) reach the same client.
+    """
     backend, model, query = split_spec(spec)
-    key = f"{spec}|{sorted(options.items())}"
+    known = set(ClientOptions.model_fields)
+    unknown = (set(query) | set(options)) - known
+    if unknown:
+        raise ValueError(f"unknown client option(s) {sorted(unknown)}; allowed: {sorted(known)}")
+    try:
+        opts = ClientOptions.model_validate({**query, **options})
+    except ValidationError as e:
+        raise ValueError(f"bad client options in {spec!r}: {e.errors()[0]['msg']}") from None
+    key = f"{backend}:{model}|{opts.model_dump_json()}"
     with _lock:
         if key not in _clients:
-            known = set(ClientOptions.model_fields)
-            unknown = (set(query) | set(options)) - known
-            if unknown:
-                raise ValueError(
-                    f"unknown client option(s) {sorted(unknown)}; allowed: {sorted(known)}"
-                )
-            try:
-                opts = ClientOptions.model_validate({**query, **options})
-            except ValidationError as e:
-                raise ValueError(
-                    f"bad client options in {spec!r}: {e.errors()[0]['msg']}"
-                ) from None
             _clients[key] = BACKENDS[backend](model, opts)
         return _clients[key]
