@@ -20,6 +20,7 @@ from rich.table import Table
 from agentgym.episode import Episode
 from agentgym.registry import check_isolate
 from agentgym.runner import Progress as RunProgress
+from agentgym.runner import check_backend
 from agentgym.sandbox.cli import sandbox_app
 from agentgym.store import Store
 
@@ -156,6 +157,13 @@ def eval_(
     isolate: Annotated[
         str | None, typer.Option(help="Run envs in sandboxes: docker or local")
     ] = None,
+    backend: Annotated[
+        str, typer.Option(help="Where episodes run: local (threads) or ray (Ray actors)")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to join (auto, ray://HOST:10001); default: a local one"),
+    ] = None,
 ) -> None:
     """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
     import agentgym
@@ -168,6 +176,7 @@ def eval_(
         if not len(tasks):
             raise ValueError(f"no task in {suite} matches tags {tag}")
         check_isolate(isolate)
+        check_backend(backend, address)
         store = agentgym.Store(db)
     run_ids = []
     for spec in agent:
@@ -185,6 +194,8 @@ def eval_(
                     retry_errors=retry_errors,
                     isolate=isolate,
                     on_episode=on_episode,
+                    backend=backend,
+                    address=address,
                 )
             except KeyboardInterrupt:
                 err_console.print(

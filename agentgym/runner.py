@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import platform
 import subprocess
@@ -20,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agentgym.agent import Agent, AgentFactory, agent_factory
 from agentgym.episode import Episode
@@ -60,6 +61,9 @@ class RunResult:
         return self.store.episode_rows(self.run_id)
 
 
+BACKENDS = ("local", "ray")
+
+
 def episode_seed(seed: int, task_id: str, sample: int) -> int:
     """A seed per (run seed, task, sample), independent of scheduling order."""
     digest = hashlib.sha256(f"{seed}:{task_id}:{sample}".encode()).digest()
@@ -85,15 +89,21 @@ def evaluate(
     retry_errors: bool = False,
     isolate: str | None = None,
     on_episode: Callable[[Episode, Progress], None] | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> RunResult:
     """Evaluate ``agent`` on every task of ``suite`` ``samples`` times; results go to ``db``.
 
     ``agent`` is a spec (``expert``, ``random``, ``openai:MODEL``...) or a callable that builds a
     fresh agent from an episode's env. ``isolate`` (``docker`` or ``local``) runs every env in a
-    sandbox. Returns when every episode is stored.
+    sandbox. ``backend="ray"`` runs the episodes in ``concurrency`` Ray actors (joining the cluster
+    at ``address``, else starting a local one), each building its own env and agent; storing,
+    resuming, seeds and callbacks stay here, so both backends give the same rows and share run ids.
+    Returns when every episode is stored.
     """
     if concurrency < 1 or samples < 1:
         raise ValueError(f"concurrency and samples must be >= 1, got {concurrency} and {samples}")
+    check_backend(backend, address)
     suite = TaskSuite.load(suite) if isinstance(suite, str) else suite
     factory = agent_factory(agent) if isinstance(agent, str) else agent
     agent_name = (
@@ -126,57 +136,148 @@ def evaluate(
     done = store.finished(run_id, include_errors=not retry_errors)
     todo = [(t, s) for t in suite for s in range(samples) if (t.id, s) not in done]
     progress = Progress(total=len(suite) * samples, skipped=len(suite) * samples - len(todo))
-    new = asyncio.run(
-        _run_all(todo, factory, store, run_id, concurrency, config, progress, on_episode)
-    )
+    if not todo:  # nothing left to resume: no threads, no Ray cluster
+        return RunResult(run_id, store, [], progress)
+    workers = min(concurrency, len(todo))
+    settings = EpisodeSettings(isolate, max_steps, time_limit_s)
+    runner = _backend(backend, agent, factory, settings, workers, address)
+    new = asyncio.run(_run_all(todo, runner, workers, store, run_id, seed, progress, on_episode))
     return RunResult(run_id, store, new, progress)
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """What every episode of a run shares; plain values, so Ray workers receive them as they are."""
+
+    isolate: str | None = None
+    max_steps: int | None = None
+    time_limit_s: float | None = None
+
+
+def failed_episode(task: Task, sample: int, error: BaseException) -> Episode:
+    """The record of an episode that could not run (broken env, agent, or worker)."""
+    return Episode(
+        task_id=task.id,
+        env_id=task.env,
+        sample=sample,
+        status="error",
+        error="".join(traceback.format_exception(error)),
+    )
+
+
+def run_episode(
+    envs: dict[str, Any],
+    factory: AgentFactory,
+    task: Task,
+    sample: int,
+    seed: int,
+    settings: EpisodeSettings,
+) -> Episode:
+    """One episode with the env cached in ``envs`` (one per env id); never raises.
+
+    Both backends call this, a worker thread here or a Ray actor elsewhere, so they give the same
+    episodes.
+    """
+    try:
+        if task.env not in envs:
+            envs[task.env] = make(task.env, isolate=settings.isolate)
+        env = envs[task.env]
+        agent: Agent = factory(env)
+    except Exception as e:  # a task naming a broken env is an errored episode, not a crash
+        return failed_episode(task, sample, e)
+    return rollout(
+        env,
+        agent,
+        task,
+        seed=seed,
+        sample=sample,
+        max_steps=settings.max_steps,
+        time_limit_s=settings.time_limit_s,
+    )
+
+
+class EpisodeBackend(Protocol):
+    """Where episodes run: worker ``i`` runs one episode at a time for asyncio worker ``i``."""
+
+    async def run(self, worker: int, task: Task, sample: int, seed: int) -> Episode:
+        """Run one episode; failures come back as ``status="error"`` episodes, never raised."""
+        ...
+
+    def close(self, clean: bool) -> None:
+        """Release the workers; after a ``clean`` finish also close their envs."""
+        ...
+
+
+class ThreadBackend:
+    """Episodes in a pool of threads of this process; each thread keeps one env per env id."""
+
+    def __init__(self, factory: AgentFactory, settings: EpisodeSettings, workers: int) -> None:
+        self.factory, self.settings = factory, settings
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentgym-episode")
+        self.local = threading.local()
+        self.caches: list[dict[str, Any]] = []  # every thread's envs, closed at the end
+
+    async def run(self, worker: int, task: Task, sample: int, seed: int) -> Episode:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, self._run, task, sample, seed)
+
+    def _run(self, task: Task, sample: int, seed: int) -> Episode:
+        if not hasattr(self.local, "envs"):
+            self.local.envs = {}
+            self.caches.append(self.local.envs)
+        return run_episode(self.local.envs, self.factory, task, sample, seed, self.settings)
+
+    def close(self, clean: bool) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if clean:  # an interrupted run's envs die with the process
+            for envs in self.caches:
+                for env in envs.values():
+                    env.close()
+
+
+def _backend(
+    backend: str,
+    agent: str | AgentFactory,
+    factory: AgentFactory,
+    settings: EpisodeSettings,
+    workers: int,
+    address: str | None,
+) -> EpisodeBackend:
+    """Threads use the factory; Ray workers get the spec (or the factory, pickled) to build their own."""
+    if backend == "ray":
+        from agentgym.ray_backend import RayBackend  # Ray is optional: imported only when asked for
+
+        return RayBackend(agent, settings, workers, address)
+    return ThreadBackend(factory, settings, workers)
+
+
+def check_backend(backend: str, address: str | None = None) -> str:
+    """``backend`` itself if it is known and ``address`` fits it, else a ``ValueError``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use one of {', '.join(BACKENDS)}")
+    if address is not None and backend != "ray":
+        raise ValueError(f"address={address!r} is a Ray cluster to join: it needs backend='ray'")
+    if backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise ValueError("backend='ray' needs Ray: pip install 'agentgym[ray]' (or 'ray>=2.9')")
+    return backend
 
 
 async def _run_all(
     todo: list[tuple[Task, int]],
-    factory: AgentFactory,
+    backend: EpisodeBackend,
+    workers: int,
     store: Store,
     run_id: str,
-    concurrency: int,
-    config: dict[str, Any],
+    seed: int,
     progress: Progress,
     on_episode: Callable[[Episode, Progress], None] | None,
 ) -> list[Episode]:
-    loop = asyncio.get_running_loop()
     pending = iter(todo)
     finished: list[Episode] = []
-    envs = threading.local()
-    opened: list[Any] = []  # every env the worker threads built, closed at the end
 
-    def run_one(task: Task, sample: int) -> Episode:
-        cache: dict[str, Any] = envs.__dict__.setdefault("by_id", {})
-        try:
-            if task.env not in cache:
-                cache[task.env] = make(task.env, isolate=config.get("isolate"))
-                opened.append(cache[task.env])
-            env = cache[task.env]
-            agent: Agent = factory(env)
-        except Exception as e:  # a task naming a broken env is an errored episode, not a crash
-            return Episode(
-                task_id=task.id,
-                env_id=task.env,
-                sample=sample,
-                status="error",
-                error="".join(traceback.format_exception(e)),
-            )
-        return rollout(
-            env,
-            agent,
-            task,
-            seed=episode_seed(config["seed"], task.id, sample),
-            sample=sample,
-            max_steps=config["max_steps"],
-            time_limit_s=config["time_limit_s"],
-        )
-
-    async def worker() -> None:
+    async def worker(i: int) -> None:
         for task, sample in pending:  # workers share one iterator: each item runs once
-            ep = await loop.run_in_executor(pool, run_one, task, sample)
+            ep = await backend.run(i, task, sample, episode_seed(seed, task.id, sample))
             store.save_episode(run_id, ep, task.tags)
             finished.append(ep)
             progress.done += 1
@@ -185,13 +286,12 @@ async def _run_all(
             if on_episode is not None:
                 on_episode(ep, progress)
 
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="agentgym-episode")
+    clean = False
     try:
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, max(len(todo), 1)))))
+        await asyncio.gather(*(worker(i) for i in range(workers)))
+        clean = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    for env in opened:  # after a clean finish only: an interrupted run's envs die with the process
-        env.close()
+        backend.close(clean)
     return finished
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentgym.ray_backend import init_ray
 from agentgym.task import Task
 from agentgym.train.envpool import LocalEnvPool, Outcome
 
@@ -43,16 +44,9 @@ class RayEnvPool:
         num_workers: int = 2,
         address: str | None = None,
     ) -> None:
-        try:
-            import ray
-        except ImportError as e:
-            raise ImportError(
-                "--backend ray needs Ray: pip install 'agentgym[ray]' (or 'ray>=2.9')"
-            ) from e
         if num_workers < 1:
             raise ValueError(f"num_workers must be at least 1, got {num_workers}")
-        if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        ray = init_ray(address)
         local = LocalEnvPool(env_id, env_kwargs)  # validates the id; gives prompt and flags
         self.env_id = env_id
         self.system_prompt, self.free_text_actions = local.system_prompt, local.free_text_actions

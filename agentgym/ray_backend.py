@@ -1,0 +1,110 @@
+"""Ray for evaluation and training: one way to join or start Ray, and episodes run in Ray actors.
+
+``evaluate(..., backend="ray")`` sends each actor (task, sample, seed) and gets the finished
+:class:`~agentgym.episode.Episode` back; the store, resume, seeds and callbacks stay in the runner,
+so a run gives the same rows on either backend (and can be resumed on the other). Agents and envs
+may not pickle, so every actor builds its own: envs from the task's env id (one per id, reused,
+sandboxed when ``isolate`` is set), the agent from its spec string, or from a factory that
+cloudpickle can send. Each actor runs its own agent: an ``hf:`` spec loads one model per actor, so
+for local models serve one (``agentgym serve``) and evaluate ``openai:`` against it.
+
+Ray is the optional ``ray`` extra and is imported only here, only when asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentgym.agent import AgentFactory, agent_factory
+from agentgym.episode import Episode
+from agentgym.runner import EpisodeSettings, failed_episode, run_episode
+from agentgym.task import Task
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
+    """Import Ray and connect once: join ``address`` (``auto``, ``ray://host:10001``), else start a
+    local instance (``num_cpus`` of this machine's CPUs; all by default). Returns the module."""
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError(
+            "--backend ray needs Ray: pip install 'agentgym[ray]' (or 'ray>=2.9')"
+        ) from e
+    if not ray.is_initialized():
+        local: dict[str, Any] = {"num_cpus": num_cpus} if address is None else {}
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
+    return ray
+
+
+class EpisodeWorker:
+    """The actor body: an env per env id and the agent, built here, never sent."""
+
+    def __init__(self, agent: str | AgentFactory, settings: EpisodeSettings) -> None:
+        self.agent, self.settings = agent, settings
+        self.factory: AgentFactory | None = None
+        self.envs: dict[str, Any] = {}
+
+    def _make_agent(self, env: Any) -> Any:
+        if self.factory is None:  # resolved here, inside the episode: a failure is its error
+            self.factory = agent_factory(self.agent) if isinstance(self.agent, str) else self.agent
+        return self.factory(env)
+
+    def run(self, task: Task, sample: int, seed: int) -> Episode:
+        return run_episode(self.envs, self._make_agent, task, sample, seed, self.settings)
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
+        self.envs.clear()
+
+
+class RayBackend:
+    """:class:`~agentgym.runner.EpisodeBackend` over ``workers`` Ray actors, one per asyncio worker.
+
+    Actors take no CPU reservation (episodes mostly wait on envs and model APIs; ``concurrency``
+    bounds them) and spread over the cluster's nodes. An actor that dies (crash, lost node) turns its
+    episode into an error and is replaced.
+    """
+
+    def __init__(
+        self,
+        agent: str | AgentFactory,
+        settings: EpisodeSettings,
+        workers: int,
+        address: str | None = None,
+    ) -> None:
+        ray = init_ray(address)
+        if not isinstance(agent, str):
+            try:
+                ray.cloudpickle.dumps(agent)
+            except Exception as e:
+                raise ValueError(
+                    f"the agent factory {agent!r} cannot be sent to Ray workers ({e}); "
+                    "pass an agent spec such as 'openai:MODEL', or a factory that pickles"
+                ) from e
+        self._ray = ray
+        self._actor: Any = ray.remote(num_cpus=0, scheduling_strategy="SPREAD")(EpisodeWorker)
+        self._args = (agent, settings)
+        self.actors: list[Any] = [self._start() for _ in range(workers)]
+
+    def _start(self) -> Any:
+        return self._actor.remote(*self._args)
+
+    async def run(self, worker: int, task: Task, sample: int, seed: int) -> Episode:
+        try:
+            episode: Episode = await self.actors[worker].run.remote(task, sample, seed)
+        except self._ray.exceptions.RayActorError as e:  # the worker process is gone
+            self.actors[worker] = self._start()
+            return failed_episode(task, sample, e)
+        except Exception as e:  # e.g. the task or episode failed to (un)pickle
+            return failed_episode(task, sample, e)
+        return episode
+
+    def close(self, clean: bool) -> None:
+        try:
+            if clean:  # like threads: an interrupted run's envs die with their workers
+                self._ray.get([a.close.remote() for a in self.actors])
+        finally:
+            for actor in self.actors:
+                self._ray.kill(actor)
+            self.actors = []
