@@ -37,12 +37,20 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def workload(kb: KnowledgeBase) -> tuple[list[Result], list[Action]]:
-    """Results to work from (#0 Drama movies, #1 1990s movies, #2 Michael Mann's films) and the ops."""
-    drama = kb.follow([entity_id("Drama")], "has_genre", True)
-    nineties = kb.between("release_year", 1990, 1999)
-    mann = kb.follow([entity_id("Michael Mann")], "directed_by", True)
-    results = [Result(drama), Result(nineties), Result(mann)]
+def workload(executor: Executor) -> tuple[list[Result], list[Action]]:
+    """Results to work from (#0 Drama movies, #1 1990s movies, #2 Michael Mann's films) and the ops.
+
+    The results are made by the executor, as in an episode, so they are in the KB's own sets.
+    """
+    results: list[Result] = []
+    for action in (
+        Action("find_relation", (entity_id("Drama"), "~has_genre")),
+        Action("time_constraint", ("release_year", "1990-1999")),
+        Action("find_relation", (entity_id("Michael Mann"), "~directed_by")),
+    ):
+        outcome = executor.run(action, results)
+        assert outcome.result is not None, outcome.error
+        results.append(outcome.result)
     ops = [
         Action("find_relation", (entity_id("Michael Mann"), "~directed_by")),
         Action("find_relation", ("#2", "starred_actors")),
@@ -62,7 +70,7 @@ def workload(kb: KnowledgeBase) -> tuple[list[Result], list[Action]]:
 def ops_per_second(kb: KnowledgeBase, seconds: float) -> tuple[float, dict[str, float]]:
     """Operations/s over the mix, and seconds per operation of each kind."""
     executor = Executor(kb)
-    results, ops = workload(kb)
+    results, ops = workload(executor)
     per_op = {}
     for action in ops:
         executor.run(action, results)  # warm: load the relation's index once
@@ -78,6 +86,7 @@ def env_steps_per_second(seconds: float) -> float:
     """Expert steps/s of the env (parsing, executing, rendering observations) on the test suites."""
     env = KBQAEnv()
     tasks = [*TaskSuite.load("kbqa/metaqa-test").tasks, *TaskSuite.load("kbqa/comp-test").tasks]
+    env.reset(seed=0, options={"task": tasks[0]})  # opens the KB: not part of the rate
     steps, start, k = 0, time.perf_counter(), 0
     while time.perf_counter() - start < seconds:
         env.reset(seed=0, options={"task": tasks[k % len(tasks)]})
@@ -98,7 +107,8 @@ def main() -> None:
         build_s = timed(lambda: ensure_built(metaqa_source(), METAQA, cache=Path(tmp)))
         path = ensure_built(metaqa_source(), METAQA, cache=Path(tmp))
         open_sql = timed(lambda: SQLiteKB(path))
-        open_cached = timed(lambda: CachedKB(path).follow(["x"], "starred_actors", False))
+        first_graph = timed(lambda: CachedKB(path).graph)  # builds the arrays and caches them
+        open_cached = timed(lambda: CachedKB(path).graph)
         sql, cached = SQLiteKB(path), CachedKB(path)
         fast, fast_ops = ops_per_second(cached, args.seconds)
         slow, slow_ops = ops_per_second(sql, args.seconds)
@@ -109,7 +119,8 @@ def main() -> None:
         table.add_column(col)
     table.add_row("build SQLite from TSV", f"{build_s:.2f} s", "once per source sha256")
     table.add_row("open (SQL)", f"{open_sql * 1e3:.1f} ms", "")
-    table.add_row("open + first relation index (cached)", f"{open_cached * 1e3:.1f} ms", "")
+    table.add_row("first open, cached KB (build + save arrays)", f"{first_graph:.2f} s", "once")
+    table.add_row("open, cached KB (load saved arrays)", f"{open_cached * 1e3:.1f} ms", "")
     verdict = "meets" if fast >= TARGET_OPS else "BELOW"
     table.add_row("executor ops/s, SQL per call (baseline)", f"{slow:,.0f}", "1.0x")
     table.add_row(

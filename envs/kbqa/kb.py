@@ -1,24 +1,27 @@
 """The knowledge-base interface the executor runs on, and its SQLite implementations.
 
-:class:`KnowledgeBase` is the small contract another KB (a Freebase subset) implements to plug in.
-:class:`SQLiteKB` answers every call with SQL against the built file; :class:`CachedKB` answers the
-same calls from per-relation adjacency and sorted value indexes loaded from that file on first use
-(the executor's fast path, about 50x faster on fan-out joins; results are identical, tests check).
+:class:`KnowledgeBase` is the small contract another KB (a Freebase subset) implements to plug in:
+string ids in, frozensets out. :class:`SQLiteKB` answers every call with SQL against the built file;
+:class:`CachedKB` answers the same calls from a :class:`~agentgym.envs.kbqa.graph.Graph` of numpy
+arrays loaded from that file on first use. The executor works on :class:`NodeSets`: a KB's own set
+representation (:func:`node_sets`): the graph's integer arrays for ``CachedKB``, plain frozensets
+for any other KB. Results are identical either way; tests check.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentgym.envs.kbqa.build import METAQA, ensure_built, metaqa_source
+from agentgym.envs.kbqa.graph import Graph, by_label
+from agentgym.envs.kbqa.graphfile import load_graph
 
 CompareOp = Literal["lt", "le", "gt", "ge", "eq", "ne"]
 COMPARE_OPS: tuple[CompareOp, ...] = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -70,6 +73,70 @@ class KnowledgeBase(Protocol):
 
     def numeric_relations(self) -> list[str]:
         """Relations that have numeric values (the ones Order/Compare/Time_constraint use)."""
+
+
+class NodeSets(Protocol):
+    """The executor's set operations on a KB's own representation of a set of ids."""
+
+    def lift(self, ids: Iterable[str]) -> Set[str]:
+        """``ids`` as this KB's set (ids that are not nodes may be dropped)."""
+
+    def follow(self, nodes: Set[str], relation: str, reverse: bool) -> Set[str]: ...
+
+    def incident(self, nodes: Set[str]) -> dict[str, int]: ...
+
+    def with_type(self, nodes: Set[str], type_: str) -> Set[str]: ...
+
+    def intersect(self, first: Set[str], second: Set[str]) -> Set[str]: ...
+
+    def extreme(self, nodes: Set[str], relation: str, largest: bool) -> Set[str]: ...
+
+    def compare(self, relation: str, op: CompareOp, value: float) -> Set[str]: ...
+
+    def between(self, relation: str, low: float, high: float) -> Set[str]: ...
+
+    def ordered(self, nodes: Set[str], limit: int | None = None) -> list[str]:
+        """Ids sorted by label then id (the first ``limit`` of them)."""
+
+
+class FrozenSets:
+    """:class:`NodeSets` of any :class:`KnowledgeBase`: its own calls, on frozensets."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+
+    def lift(self, ids: Iterable[str]) -> frozenset[str]:
+        return frozenset(ids)
+
+    def follow(self, nodes: Set[str], relation: str, reverse: bool) -> frozenset[str]:
+        return self.kb.follow(nodes, relation, reverse)
+
+    def incident(self, nodes: Set[str]) -> dict[str, int]:
+        return self.kb.incident(nodes)
+
+    def with_type(self, nodes: Set[str], type_: str) -> frozenset[str]:
+        return self.kb.with_type(nodes, type_)
+
+    def intersect(self, first: Set[str], second: Set[str]) -> frozenset[str]:
+        return frozenset(first) & frozenset(second)
+
+    def extreme(self, nodes: Set[str], relation: str, largest: bool) -> frozenset[str]:
+        return self.kb.extreme(nodes, relation, largest)
+
+    def compare(self, relation: str, op: CompareOp, value: float) -> frozenset[str]:
+        return self.kb.compare(relation, op, value)
+
+    def between(self, relation: str, low: float, high: float) -> frozenset[str]:
+        return self.kb.between(relation, low, high)
+
+    def ordered(self, nodes: Set[str], limit: int | None = None) -> list[str]:
+        return by_label(nodes, self.kb.label, limit)
+
+
+def node_sets(kb: KnowledgeBase) -> NodeSets:
+    """The KB's own set operations if it offers them (``kb.node_sets()``), else :class:`FrozenSets`."""
+    own = getattr(kb, "node_sets", None)
+    return own() if callable(own) else FrozenSets(kb)  # type: ignore[no-any-return]
 
 
 _SQL_OPS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=", "ne": "!="}
@@ -180,128 +247,63 @@ class SQLiteKB:
         return frozenset(str(r[0]) for r in self._rows(sql, relation, low, high))
 
 
-class _Relation:
-    """In-memory indexes of one relation: adjacency both ways and values sorted for range queries."""
-
-    def __init__(self, rows: list[tuple[str, str, float | None]]) -> None:
-        out: dict[str, set[str]] = defaultdict(set)
-        inc: dict[str, set[str]] = defaultdict(set)
-        numeric: list[tuple[float, str]] = []
-        for head, tail, value in rows:
-            out[head].add(tail)
-            inc[tail].add(head)
-            if value is not None:
-                numeric.append((value, head))
-        self.out = {k: frozenset(v) for k, v in out.items()}
-        self.inc = {k: frozenset(v) for k, v in inc.items()}
-        numeric.sort()
-        self.keys = [v for v, _ in numeric]
-        self.heads = [h for _, h in numeric]
-        self.by_head: dict[str, list[float]] = defaultdict(list)
-        for value, head in numeric:
-            self.by_head[head].append(value)
-        self.top = {h: vs[-1] for h, vs in self.by_head.items()}
-        self.bottom = {h: vs[0] for h, vs in self.by_head.items()}
-
-    def range(self, low: float, high: float, low_open: bool, high_open: bool) -> frozenset[str]:
-        lo = (bisect.bisect_right if low_open else bisect.bisect_left)(self.keys, low)
-        hi = (bisect.bisect_left if high_open else bisect.bisect_right)(self.keys, high)
-        return frozenset(self.heads[lo:hi])
-
-
-INF = float("inf")
-
-
 class CachedKB(SQLiteKB):
-    """:class:`SQLiteKB` with hot calls answered from indexes loaded per relation on first use."""
+    """:class:`SQLiteKB` answered from a :class:`Graph` of numpy arrays loaded on first use.
+
+    The string interface returns plain frozensets; :meth:`node_sets` gives the executor the graph
+    itself, whose results stay integer arrays until they are shown or answered.
+    """
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self._indexes: dict[str, _Relation] = {}
+        self._graph: Graph | None = None
         self._load_lock = threading.Lock()
-        rows = self._rows("SELECT id, name FROM nodes ORDER BY kind DESC")
-        self._names = {str(i): str(n) for i, n in rows}
-        self._by_name: dict[str, list[str]] = defaultdict(list)
-        for node, name in sorted(self._names.items()):
-            self._by_name[name].append(node)
-        self._members: dict[str, frozenset[str]] = {}
 
-    def _rel(self, relation: str) -> _Relation:
-        index = self._indexes.get(relation)
-        if index is None:
+    @property
+    def graph(self) -> Graph:
+        """The whole KB as arrays (loaded once, on first use; built and cached the first time)."""
+        if self._graph is None:
             with self._load_lock:
-                rows = self._rows(
-                    "SELECT head, tail, value FROM triples WHERE relation = ?", relation
-                )
-                index = self._indexes.setdefault(relation, _Relation(rows))
-        return index
+                if self._graph is None:
+                    self._graph = load_graph(self.path, self._rows)
+        return self._graph
+
+    def node_sets(self) -> Graph:
+        """The executor's fast set operations (see :func:`node_sets`)."""
+        return self.graph
 
     def label(self, node: str) -> str:
-        return self._names.get(node, node)
+        return self.graph.label(node)
 
     def is_node(self, node: str) -> bool:
-        return node in self._names
+        return node in self.graph.number
 
     def find(self, name: str) -> list[str]:
-        return sorted(self._by_name.get(name, []), key=lambda n: (not n.startswith("m."), n))
+        return list(self.graph.by_name.get(name, []))
 
     def follow(self, nodes: Iterable[str], relation: str, reverse: bool) -> frozenset[str]:
-        index = self._rel(relation)
-        adjacency = index.inc if reverse else index.out
-        nodes = list(nodes)
-        if len(nodes) == 1:
-            return adjacency.get(nodes[0], frozenset())
-        empty: frozenset[str] = frozenset()
-        return empty.union(*[adjacency.get(n, empty) for n in nodes])
+        return frozenset(self.graph.follow(self.graph.lift(nodes), relation, reverse))
 
     def incident(self, nodes: Iterable[str]) -> dict[str, int]:
-        nodes = list(nodes)
-        found: dict[str, int] = {}
-        for relation in self._relations:
-            index = self._rel(relation)
-            n_out = sum(1 for n in nodes if n in index.out)
-            n_in = sum(1 for n in nodes if n in index.inc)
-            found |= {relation: n_out} if n_out else {}
-            found |= {f"~{relation}": n_in} if n_in else {}
-        return dict(sorted(found.items()))
-
-    def of_type(self, type_: str) -> frozenset[str]:
-        members = self._members.get(type_)
-        if members is None:
-            members = self._members.setdefault(type_, super().of_type(type_))
-        return members
+        return self.graph.incident(self.graph.lift(nodes))
 
     def with_type(self, nodes: Iterable[str], type_: str) -> frozenset[str]:
-        return self.of_type(type_).intersection(nodes)
+        return frozenset(self.graph.with_type(self.graph.lift(nodes), type_))
+
+    def of_type(self, type_: str) -> frozenset[str]:
+        return frozenset(self.graph.of_type(type_))
 
     def values(self, nodes: Iterable[str], relation: str) -> dict[str, list[float]]:
-        by_head = self._rel(relation).by_head
-        return {n: list(by_head[n]) for n in nodes if n in by_head}
+        return self.graph.values_of(self.graph.lift(nodes), relation)
 
     def extreme(self, nodes: Iterable[str], relation: str, largest: bool) -> frozenset[str]:
-        index = self._rel(relation)
-        values = index.top if largest else index.bottom
-        found = {n: values[n] for n in nodes if n in values}
-        if not found:
-            return frozenset()
-        target = max(found.values()) if largest else min(found.values())
-        return frozenset(n for n, v in found.items() if v == target)
+        return frozenset(self.graph.extreme(self.graph.lift(nodes), relation, largest))
 
     def compare(self, relation: str, op: CompareOp, value: float) -> frozenset[str]:
-        index = self._rel(relation)
-        if op == "ne":
-            return index.range(-INF, value, False, True) | index.range(value, INF, True, False)
-        low, high, low_open, high_open = {
-            "lt": (-INF, value, False, True),
-            "le": (-INF, value, False, False),
-            "gt": (value, INF, True, False),
-            "ge": (value, INF, False, False),
-            "eq": (value, value, False, False),
-        }[op]
-        return index.range(low, high, low_open, high_open)
+        return frozenset(self.graph.compare(relation, op, value))
 
     def between(self, relation: str, low: float, high: float) -> frozenset[str]:
-        return self._rel(relation).range(low, high, False, False)
+        return frozenset(self.graph.between(relation, low, high))
 
 
 @functools.lru_cache(maxsize=4)
