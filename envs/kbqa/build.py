@@ -162,6 +162,10 @@ def _write(
 ) -> None:
     out.unlink(missing_ok=True)
     db = sqlite_utils.Database(out)
+    # a temporary file, renamed into place only when complete: no journal and no fsync per batch
+    # (which made the build 5x slower), one fsync at the end instead
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
     columns = {"id": str, "name": str, "kind": str, "datatype": str, "value": float}
     db.table("nodes").insert_all(nodes.rows.values(), pk="id", columns=columns, batch_size=5000)
     db.table("triples").insert_all(
@@ -197,3 +201,5 @@ def _write(
     db.execute("ANALYZE")
     db.conn.commit()
     db.close()
+    with open(out, "rb+") as fh:
+        os.fsync(fh.fileno())
