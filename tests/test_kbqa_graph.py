@@ -14,7 +14,7 @@ from agentgym.envs.kbqa.actions import Action, ParseError, parse
 from agentgym.envs.kbqa.build import METAQA, ensure_built, entity_id
 from agentgym.envs.kbqa.executor import Executor, Outcome, Result
 from agentgym.envs.kbqa.graph import NodeSet
-from agentgym.envs.kbqa.graphfile import GRAPH_VERSION
+from agentgym.envs.kbqa.graphfile import GRAPH_VERSION, load_graph
 from agentgym.envs.kbqa.kb import CachedKB, FrozenSets, SQLiteKB, node_sets, open_kb
 from agentgym.task import TaskSuite
 
@@ -174,9 +174,12 @@ def test_graph_is_built_once_then_loaded(tmp_path: Path) -> None:
     loaded = CachedKB(path)
     assert loaded.values([entity_id("Heat")], "release_year") == {entity_id("Heat"): [1995.0] * 2}
     assert cache.stat().st_mtime_ns == stamp, "a cached graph must be loaded, not rebuilt"
+    sql = SQLiteKB(path)
+    load_graph(path, sql._rows, "another source")
+    assert cache.stat().st_mtime_ns != stamp, "a graph of another source must be rebuilt"
     cache.write_bytes(b"not a zip file")
     again = CachedKB(path)
     assert again.extreme(again.of_type("movie"), "release_year", True) == {entity_id("Ali")}
-    assert again.incident([entity_id("Heat")]) == SQLiteKB(path).incident([entity_id("Heat")])
+    assert again.incident([entity_id("Heat")]) == sql.incident([entity_id("Heat")])
     assert cache.read_bytes()[:2] == b"PK", "an unreadable cache is rebuilt"
     assert list(cache.parent.glob("*.tmp")) == []

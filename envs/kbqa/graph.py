@@ -125,16 +125,15 @@ def unique(array: Index) -> Index:
 
 
 def encode(texts: list[str]) -> np.ndarray[Any, Any]:
-    """Strings as one NUL-separated UTF-8 byte array (compact, and loads without pickle)."""
+    """Strings as one UTF-8 byte array, each ended by a NUL (compact; loads without pickle)."""
     if any("\0" in t for t in texts):
         raise ValueError("KB names and ids must not contain NUL characters")
-    return np.frombuffer("\0".join(texts).encode("utf-8"), dtype=np.uint8)
+    return np.frombuffer("".join(t + "\0" for t in texts).encode("utf-8"), dtype=np.uint8)
 
 
 def decode(array: np.ndarray[Any, Any]) -> list[str]:
     """The strings of :func:`encode`."""
-    text = array.tobytes().decode("utf-8")
-    return text.split("\0") if text else []
+    return array.tobytes().decode("utf-8").split("\0")[:-1]
 
 
 class Graph:

@@ -9,7 +9,8 @@ Arrays: ``ids``, ``names``, ``kinds`` (nodes in display order: name, then id; st
 :func:`~agentgym.envs.kbqa.graph.encode` bytes), ``empty``,
 ``relations``, ``out:<r>:ptr|idx`` and ``inc:<r>:ptr|idx`` (CSR adjacency, rows sorted and
 unique), ``numeric`` and ``val:<r>:<field>`` (:data:`~agentgym.envs.kbqa.graph.VALUE_FIELDS`),
-``types`` and ``type_masks`` (one row of node flags per type).
+``types`` and ``type_masks`` (one row of node flags per type); in the file also ``source``, the
+sha256 of the KB's source, so a KB file rewritten in place never gets a stale graph.
 """
 
 from __future__ import annotations
@@ -24,19 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.envs.kbqa.graph import Arrays, Graph, Index, encode, unique
+from agentgym.envs.kbqa.graph import Arrays, Graph, Index, decode, encode, unique
 
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
 Rows = Callable[[str], list[tuple[Any, ...]]]
 """Runs one SQL query on the KB file and returns its rows."""
 
 
-def load_graph(path: Path, rows: Rows) -> Graph:
-    """The graph of the KB file ``path``: from its cache, else built with ``rows`` and cached."""
+def load_graph(path: Path, rows: Rows, source: str) -> Graph:
+    """The graph of the KB file ``path`` built from ``source`` (its sha256): from the cache if
+    that was made from the same source, else built with ``rows`` and cached."""
     cache = path.with_name(f"{path.stem}.graph-v{GRAPH_VERSION}.npz")
     try:
         with np.load(cache, allow_pickle=False) as saved:
-            return Graph({name: saved[name] for name in saved.files})
+            if decode(saved["source"]) == [source]:
+                return Graph({name: saved[name] for name in saved.files})
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         pass  # not cached yet (or unreadable): build it
     arrays = from_rows(
@@ -44,7 +47,7 @@ def load_graph(path: Path, rows: Rows) -> Graph:
         rows("SELECT head, relation, tail, value FROM triples"),
         rows("SELECT node, type FROM types"),
     )
-    _save(cache, arrays)
+    _save(cache, arrays | {"source": encode([source])})
     return Graph(arrays)
 
 

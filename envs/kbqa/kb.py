@@ -265,7 +265,7 @@ class CachedKB(SQLiteKB):
         if self._graph is None:
             with self._load_lock:
                 if self._graph is None:
-                    self._graph = load_graph(self.path, self._rows)
+                    self._graph = load_graph(self.path, self._rows, self.source_sha256)
         return self._graph
 
     def node_sets(self) -> Graph:
