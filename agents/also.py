@@ -22,7 +22,16 @@ instruction) is chosen by a bandit, so it adapts inside one episode to a partner
 The chosen strategy reaches any base agent as a line ``Strategy: <instruction>`` put before the
 observation (arm 0 adds nothing). Guesses, documented and configurable: the strategy texts are our
 wording of the paper's strategy names (the paper's texts are not public); before the first reward
-(no data yet) the surrogate predicts 0 for every arm, so the first pick is uniform.
+(no data yet) the surrogate predicts 0 for every arm, so the first pick is uniform; the ``exp3``
+and ``mix`` variants decay their importance-weighted sums by the same 0.9.
+
+The defaults are METHODS.md's. Options that differ from it, for ablations only:
+``arm_text=strategy`` (embed the instruction alone: with the persona in the text, as METHODS.md
+has it, the 13 arm embeddings are nearly collinear - mean cosine 0.98 with MiniLM - so the
+surrogate can hardly tell arms apart), ``reward=delta`` (fit the change of the judge's score
+instead of its level), and ``epochs`` below 100 (faster: the retraining is most of ALSO's
+~200-300 ms a turn on one CPU thread; run ``torch.set_num_threads(1)`` on a shared machine, the
+tiny nets train slower when threads contend).
 
     agentgym eval social/negotiation --agent also:scripted:follower
     agentgym eval social/hard --agent "also:eta=3&arms=24@openai:gpt-4o-mini"

@@ -18,8 +18,10 @@ instruction in its prompt. Every method plays the same episodes (same tasks, sam
   knew the switch could get);
 - ``ALSO``: surrogate + EXPO selection (the paper's, METHODS.md's settings: eta 5, decay 0.9,
   100 epochs); ``ALSO exp3``: its importance-weighted variant; ``EXP3``: textbook EXP3 (gamma
-  0.1); ``UCB1``: textbook UCB1 - all restart each episode, as ALSO does. ``--extra`` adds ALSO
-  with eta 10 (the top of METHODS.md's range) and the z-scored mix variant.
+  0.1); ``UCB1``: textbook UCB1 - all restart each episode, as ALSO does. ``--extra`` adds the
+  z-scored mix variant, eta 10 (the top of METHODS.md's range) and two documented deviations
+  (marked *): arms embedded from the strategy text alone, and the surrogate fitted to the change
+  of the judge's score (see :data:`EXTRA` and ``AlsoConfig``).
 
 Columns: mean per-turn reward r_t (ALSO's objective: the normalised 7-dimension score after each
 of the agent's turns; averaged per episode, then over episodes) with a 95% interval over
@@ -29,6 +31,7 @@ pressure, credibility or argument talk - the ones the switcher rewards after the
 and after the switch, and *recovery*: agent turns after the switch until r_t is back at its level
 just before the switch (episodes without turns on both sides of the switch are left out; those
 that never recover count the turns they had left + 1). Figures are noisy: the machine is shared.
+On 2 shared cores the default run takes about 3 minutes, ``--extra`` about 8.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import argparse
 import itertools
 import time
 from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
 
 import numpy as np
 import torch
@@ -53,6 +57,16 @@ FIRM_ARMS = {
     k for k, (_, text) in enumerate(STRATEGY_SETS[13]) if stance_for(text).talk in FIRM_TALK
 }
 """Arms whose instruction makes the follower firm (BATNA, self-presentation, rational, controversy)."""
+
+
+EXTRA = {
+    "mix": "ALSO mix variant",
+    "expo@eta=10": "ALSO eta=10",
+    "expo@arm_text=strategy": "ALSO, arms = strategy text only *",
+    "expo@arm_text=strategy&eta=10": "ALSO, strategy text, eta=10 *",
+    "expo@arm_text=strategy&reward=delta": "ALSO, strategy text, delta reward *",
+}
+"""``--extra`` rows: ALSO's options; * marks deviations from METHODS.md (see agents/also.py)."""
 
 
 @dataclass
@@ -101,10 +115,9 @@ def make_agent(method: str, env, seed: int, embedder: Embedder, args) -> AlsoAge
     if method.startswith("schedule:"):
         before, after = map(int, method.split(":")[1:])
         return Schedule(follower, before, after, args.switch)
-    selector, _, eta = method.partition("@eta=")
-    config = AlsoConfig(
-        selector=selector, seed=seed, eta=float(eta or args.eta), epochs=args.epochs
-    )
+    selector, _, query = method.partition("@")
+    options = {"eta": args.eta, "epochs": args.epochs, **dict(parse_qsl(query))}
+    config = AlsoConfig.model_validate({"selector": selector, "seed": seed, **options})
     return AlsoAgent(follower, config, embedder)
 
 
@@ -217,11 +230,11 @@ def main() -> None:
     schedules = best_schedules(results, fixed) if args.partner == "switcher" else []
     results |= run(schedules, tasks, embedder, args)
     best_schedule = max(schedules, key=lambda s: np.mean(results[s].means), default=None)
-    bandits = ["expo", "exp3", "exp3-auer", "ucb1"] + (["expo@eta=10", "mix"] if args.extra else [])
+    bandits = ["expo", "exp3", "exp3-auer", "ucb1"] + (list(EXTRA) if args.extra else [])
     results |= run(bandits, tasks, embedder, args)
     labels = {"fixed:0": "arm 0 (persona only)", best: f"best fixed arm in hindsight (arm {best[6:]})",
               "expo": "ALSO", "exp3": "ALSO exp3 variant", "exp3-auer": "EXP3", "ucb1": "UCB1",
-              "expo@eta=10": "ALSO eta=10", "mix": "ALSO mix variant"}  # fmt: skip
+              **EXTRA}  # fmt: skip
     if best_schedule:
         labels[best_schedule] = "best schedule in hindsight (arms {}→{}, reference)".format(
             *best_schedule.split(":")[1:]
@@ -273,7 +286,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--embedder", default="auto", choices=["hash", "minilm", "auto"])
     parser.add_argument("--eta", type=float, default=5.0, help="ALSO's eta (0.5..10)")
     parser.add_argument("--epochs", type=int, default=100, help="surrogate epochs (METHODS: 100)")
-    parser.add_argument("--extra", action="store_true", help="add ALSO eta=10 and the mix variant")
+    parser.add_argument("--extra", action="store_true", help="add the rows of EXTRA")
     return parser.parse_args()
 
 

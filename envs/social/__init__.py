@@ -32,7 +32,16 @@ Judges                 ``rule`` (verifiable scenarios; see :mod:`agentgym.envs.s
                        ``auto`` (default: rule where verifiable, else llm)
 Partners               ``scripted:hardliner|conceder|tit-for-tat|switcher[?switch=N]`` (see
                        :mod:`agentgym.envs.social.partners`), ``llm[:MODEL_SPEC]``; LLM specs
-                       default to the env's ``model=`` or ``$AGENTGYM_SOCIAL_MODEL``
+                       default to the env's ``model=`` or ``$AGENTGYM_SOCIAL_MODEL``. Scripted
+                       partners react to the *content* of the other side's turns: cooperative
+                       talk, firm talk or stands, arguments and concessions, read from the words
+                       and moves (:mod:`agentgym.envs.social.tactics`); the ``switcher`` rewards
+                       cooperation until turn N (default 10) and exploits it from then on,
+                       reacting to the other side's last 4 turns
+Agents                 ``scripted:follower`` (:mod:`agentgym.envs.social.scripted`) negotiates
+                       as the ``Strategy:`` line of its prompt says (talk tactic, concession
+                       rate, opening, integrative offers, mirroring): the offline stand-in for
+                       an LLM agent under a prompt optimiser such as ALSO
 Splits                 ``social/all`` 450 (seat 0, LLM partner), ``social/hard`` 70 (the 14
                        Sotopia-hard scenarios x 5 pairs), ``social/negotiation`` 200 (20
                        verifiable scenarios x 5 pairs x 2 seats, scripted tit-for-tat partner,
