@@ -27,7 +27,8 @@ Reward                 on ``Answer``: F1 of the answer set against the best gold
 Episode end            ``Answer`` terminates; ``max_turns`` (per task: reference length + 4)
                        truncates with score 0. Every turn counts, valid or not
 Knowledge base         the MetaQA movie KB (130,172 triples, 9 relations, 42,881 nodes) in SQLite,
-                       built once into ``~/.cache/agentgym/kbqa`` (keyed by the source sha256);
+                       built once into ``~/.cache/agentgym/kbqa`` (keyed by the source sha256), with
+                       its numpy graph cached beside it (``*.graph-v3.npz``);
                        entity ids ``m.<10 hex>`` of the name, years are literals (``1999``)
 Splits                 ``kbqa/metaqa-train`` 4,000 (MetaQA dev, 1-hop + 2-hop),
                        ``kbqa/metaqa-test`` 2,000 (MetaQA test), ``kbqa/comp-train`` 1,500,

@@ -131,7 +131,7 @@ class KBQAEnv(TextEnv):
             if outcome.result is None:
                 raise ValueError(f"task {task.id}: gold step {text!r} failed: {outcome.error}")
             results.append(outcome.result)
-        self._reference_results = [r.ids for r in results]
+        self._reference_results = [r.nodes for r in results]
 
     def _first_observation(self) -> str:
         entities = "; ".join(f"{e.name} ({e.id})" for e in self.config.entities)
@@ -173,7 +173,7 @@ class KBQAEnv(TextEnv):
         return f"{ref} = {action}: {text}{note}", {
             "valid": True,
             "result_ref": ref,
-            "result_size": len(outcome.result.ids),
+            "result_size": len(outcome.result.nodes),
         }
 
     def _step_invalid(self, message: str) -> StepResult:
@@ -234,7 +234,7 @@ class KBQAEnv(TextEnv):
         if self.task is None:
             raise ResetNeeded("call reset() before expert_action()")
         mapping: dict[str, str] = {}
-        have = [r.ids for r in self.state.results]
+        have = [r.nodes for r in self.state.results]
         for i, ids in enumerate(self._reference_results):
             found = [k for k, h in enumerate(have) if h == ids]
             if not found:
