@@ -178,6 +178,8 @@ def eval_(
         check_isolate(isolate)
         check_backend(backend, address)
         store = agentgym.Store(db)
+    if backend == "ray":  # join (or start) Ray once, before the first progress bar
+        _join_ray(address)
     run_ids = []
     for spec in agent:
         with _progress(spec) as on_episode:
@@ -206,6 +208,16 @@ def eval_(
                 os._exit(130)  # in-flight episode threads must not keep the process alive
         run_ids.append(result.run_id)
     _print_report(store, run_ids, plot)
+
+
+def _join_ray(address: str | None) -> None:
+    from agentgym.ray_backend import init_ray
+
+    try:
+        init_ray(address)
+    except (ImportError, ConnectionError) as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ Ray is the optional ``ray`` extra and is imported only here, only when asked for
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from agentgym.agent import AgentFactory, agent_factory
@@ -31,9 +32,24 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
             "--backend ray needs Ray: pip install 'agentgym[ray]' (or 'ray>=2.9')"
         ) from e
     if not ray.is_initialized():
+        _check_reachable(address)
         local: dict[str, Any] = {"num_cpus": num_cpus} if address is None else {}
         ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
     return ray
+
+
+def _check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """Fail fast on a ``HOST:PORT`` nobody answers at: Ray itself waits minutes, silently."""
+    host, sep, port = (address or "").removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():  # None, "auto", "local": Ray resolves those itself
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConnectionError(
+            f"no Ray cluster answers at {address!r} ({e}); start one there with "
+            "`ray start --head`, or leave the address out for a local Ray instance"
+        ) from e
 
 
 class EpisodeWorker:

@@ -4,6 +4,9 @@ local Ray instance give the same stored rows, resume and error records as the lo
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -170,3 +173,19 @@ def test_cli_eval_backend_ray(local_ray, tmp_path):
     assert bad.exit_code == 2 and "use one of local, ray" in bad.output
     stray = cli.invoke(app, [*args, "--address", "auto"])
     assert stray.exit_code == 2 and "needs backend='ray'" in stray.output
+
+
+def test_cli_fails_fast_on_an_address_nobody_answers_at(tmp_path):
+    with socket.socket() as s:  # a port that was free a moment ago: connecting is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["-a", "expert", "--limit", "1", "--db", str(tmp_path / "a.db")]
+    done = subprocess.run(
+        [sys.executable, "-m", "agentgym.cli", "eval", "clarify/test", *args, "--backend", "ray"]
+        + ["--address", f"127.0.0.1:{port}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"no Ray cluster answers at '127.0.0.1:{port}'" in done.stderr
