@@ -17,6 +17,16 @@ transition probability, and both get REINFORCE with the step advantage minus
 ``switch_penalty * 1[e_t != e_{t-1}]`` (:func:`router_loss`). Experts get the policy gradient of
 their own steps (:func:`expert_loss`).
 
+Training through ``agentgym train`` (``model.policy: pa_moe``, options = :class:`PAMoEConfig`;
+:func:`trainer_policy`): at rollout every step of every episode is routed first (Gumbel sample at
+the step's annealed temperature, gate sampled), the episodes routed to one expert generate
+together under its adapter, and each turn keeps its :class:`Route`. The update computes every
+action's logprobs under the adapter that sampled it (:class:`RoutedLM`: one forward per expert
+present in a row; step rows need one), so the recorded and teacher-forced logprobs agree, and
+adds :func:`router_loss` over the batch's routes with the same per-step advantages the policy
+loss uses (mean over the step's action tokens). Checkpoints hold the adapters (``expert_k/``),
+``router.pt`` and ``pa_moe.json``: ``--agent pa_moe:OUT/final`` evaluates them (greedy routing).
+
 A trained policy saves to a folder (``save``: adapters, router, config) and evaluates as
 ``--agent pa_moe:PATH`` (:func:`pa_moe_agent`).
 """
@@ -27,11 +37,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
+
+from agentgym.train.policy import load_model, logprobs_from_logits, register_policy
 
 ROUTER_FILE, CONFIG_FILE = "router.pt", "pa_moe.json"
 
@@ -147,27 +161,51 @@ class Route:
     """The pooled observation states ``[T, H]`` the router read (from the frozen base)."""
     goal: torch.Tensor
     prev: int | None
+    tau: float | None = None
+    """The Gumbel temperature the phase was sampled at (None: greedy routing)."""
+    logprob: float = 0.0
+    """Log-probability of the choice when it was made: the phase under ``softmax(logits/tau)``
+    (tau 1 when greedy) plus, where the gate decided, the gate's decision."""
 
 
 class PAMoEPolicy:
     """A causal LM with K LoRA experts and a phase router; acts one routed step at a time."""
 
     def __init__(
-        self, model: Any, tokenizer: Any, cfg: PAMoEConfig, router: PhaseRouter | None = None
+        self,
+        model: Any,
+        tokenizer: Any,
+        cfg: PAMoEConfig,
+        router: PhaseRouter | None = None,
+        trainable: bool = True,
     ) -> None:
-        self.cfg, self.tokenizer = cfg, tokenizer
+        self.cfg, self.tokenizer, self.trainable = cfg, tokenizer, trainable
         self.model = model if hasattr(model, "peft_config") else _with_experts(model, cfg)
-        self.router = router or PhaseRouter(self.model.config.hidden_size, cfg)
+        self.device = next(self.model.parameters()).device
+        self.router = router or PhaseRouter(self.model.config.hidden_size, cfg).to(self.device)
         self.names = [f"expert_{k}" for k in range(cfg.num_experts)]
+        self.use(0)
 
     # ------------------------------------------------------------------ routing
     @torch.no_grad()
     def pooled(self, texts: Sequence[str]) -> torch.Tensor:
-        """Mean-pooled last hidden states of the frozen base (adapters off), ``[B, H]``."""
-        enc = self.tokenizer(list(texts), return_tensors="pt", padding=True)
+        """Mean-pooled last hidden states of the frozen base (adapters off), ``[B, H]``.
+
+        Right-padded by hand (the engine left-pads the shared tokenizer), so a text's states do
+        not depend on the batch it is pooled in; an empty text reads as one pad token.
+        """
+        pad = self.tokenizer.pad_token_id
+        pad = self.tokenizer.eos_token_id if pad is None else pad
+        rows = [list(ids) or [pad] for ids in self.tokenizer(list(texts))["input_ids"]]
+        width = max(len(r) for r in rows)
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+        mask = mask.to(self.device)
         with self.model.disable_adapter():
-            out = self.model(**enc, output_hidden_states=True, use_cache=False)
-        h, m = out.hidden_states[-1], enc["attention_mask"].unsqueeze(-1).float()
+            out = self.model(
+                input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False
+            )
+        h, m = out.hidden_states[-1].float(), mask.unsqueeze(-1).float()
         return (h * m).sum(1) / m.sum(1).clamp(min=1)
 
     def start(self, goal: str) -> RouterState:
@@ -175,36 +213,54 @@ class PAMoEPolicy:
 
     def route(self, state: RouterState, observation: str, sample_tau: float | None = None) -> Route:
         """Route one step; ``sample_tau`` samples (training), None takes the argmax and the gate."""
-        state.observations = [*state.observations, self.pooled([observation])[0]]
-        state.observations = state.observations[-self.cfg.window :]
+        return self.route_many([state], [observation], sample_tau)[0]
+
+    def route_many(
+        self,
+        states: Sequence[RouterState],
+        observations: Sequence[str],
+        sample_tau: float | None = None,
+        generator: torch.Generator | None = None,
+    ) -> list[Route]:
+        """Route one step of several episodes (their observations pooled in one forward)."""
+        pooled = self.pooled(observations) if observations else None
+        routes = []
+        for k, state in enumerate(states):
+            assert pooled is not None
+            state.observations = [*state.observations, pooled[k]][-self.cfg.window :]
+            routes.append(self._decide(state, sample_tau, generator))
+        return routes
+
+    def _decide(
+        self, state: RouterState, tau: float | None, generator: torch.Generator | None
+    ) -> Route:
         history = torch.stack(state.observations)
         with torch.no_grad():
             logits, trans = self.router.decide(history, state.goal)
         probs, t = torch.softmax(logits, -1), float(trans)
-        if sample_tau is None:
+        if tau is None:
             proposed = int(probs.argmax())
             expert = switch_gate(state.expert, proposed, t, self.cfg.switch_threshold)
             gate_open = expert == proposed
         else:
-            proposed = _gumbel_argmax(logits, sample_tau)
-            gate_open = bool(torch.rand(()) < t)
+            proposed = _gumbel_argmax(logits, tau, generator)
+            gate_open = bool(torch.rand((), generator=generator) < t)
             expert = proposed if state.expert is None or gate_open else state.expert
+        prev = state.expert
         route = Route(
-            expert,
-            proposed,
-            state.expert is not None and expert != state.expert,
-            gate_open,
-            probs.tolist(),
-            t,
-            history,
-            state.goal,
-            state.expert,
-        )
+            expert, proposed, prev is not None and expert != prev, gate_open, probs.tolist(), t,
+            history, state.goal, prev, tau,
+        )  # fmt: skip
+        with torch.no_grad():
+            route.logprob = float(route_logprobs(self.router, [route], tau or 1.0)[0][0])
         state.expert = expert
         return route
 
     def use(self, expert: int) -> None:
+        """Make ``expert``'s adapter the active one (all experts stay trainable when training)."""
         self.model.set_adapter(self.names[expert])
+        if self.trainable:  # peft's set_adapter freezes the inactive adapters
+            self.model.set_requires_grad(self.names, requires_grad=True)
 
     # ------------------------------------------------------------------ saving
     def save(self, directory: str | Path) -> Path:
@@ -213,16 +269,21 @@ class PAMoEPolicy:
         out.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(out, selected_adapters=self.names)
         self.tokenizer.save_pretrained(out)
+        return self.save_router(out)
+
+    def save_router(self, out: Path) -> Path:
+        """The router's weights and the config (with the base model's path) in ``out``."""
         torch.save(self.router.state_dict(), out / ROUTER_FILE)
-        base = self.model.get_base_model().name_or_path
-        meta = {"config": self.cfg.model_dump(), "base": str(base)}
+        base = str(self.model.get_base_model().name_or_path)
+        if Path(base).exists():  # a local base: absolute, so the checkpoint loads from anywhere
+            base = str(Path(base).resolve())
+        meta = {"config": self.cfg.model_dump(), "base": base}
         (out / CONFIG_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")
         return out
 
     @classmethod
     def load(cls, directory: str | Path, device: str = "cpu") -> PAMoEPolicy:
         """A policy saved by :meth:`save` (the base model is read from its recorded path)."""
-        from peft import PeftModel
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         src = Path(directory)
@@ -232,13 +293,26 @@ class PAMoEPolicy:
         cfg = PAMoEConfig.model_validate(meta["config"])
         loader: Any = AutoModelForCausalLM
         base = loader.from_pretrained(meta["base"], dtype=torch.float32).to(device)
-        names = [f"expert_{k}" for k in range(cfg.num_experts)]
-        model = PeftModel.from_pretrained(base, src / names[0], adapter_name=names[0])
-        for name in names[1:]:
-            model.load_adapter(src / name, adapter_name=name)
-        router = PhaseRouter(base.config.hidden_size, cfg)
+        model = _load_experts(base, src, cfg, trainable=False)
+        router = PhaseRouter(base.config.hidden_size, cfg).to(device)
         router.load_state_dict(torch.load(src / ROUTER_FILE, weights_only=True))
-        return cls(model, AutoTokenizer.from_pretrained(src), cfg, router)
+        return cls(model, AutoTokenizer.from_pretrained(src), cfg, router, trainable=False)
+
+
+def _load_experts(base: Any, src: Path, cfg: PAMoEConfig, trainable: bool) -> Any:
+    """The K adapters saved under ``src/expert_k`` on ``base``."""
+    from peft import PeftModel
+
+    names = [f"expert_{k}" for k in range(cfg.num_experts)]
+    missing = [n for n in names if not (src / n / "adapter_config.json").is_file()]
+    if missing:
+        raise FileNotFoundError(f"{src} lacks the PA-MoE adapters {missing}")
+    model = PeftModel.from_pretrained(
+        base, src / names[0], adapter_name=names[0], is_trainable=trainable
+    )
+    for name in names[1:]:
+        model.load_adapter(src / name, adapter_name=name, is_trainable=trainable)
+    return model
 
 
 def _with_experts(model: Any, cfg: PAMoEConfig) -> Any:
@@ -259,10 +333,12 @@ def _with_experts(model: Any, cfg: PAMoEConfig) -> Any:
     return peft_model
 
 
-def _gumbel_argmax(logits: torch.Tensor, tau: float) -> int:
-    """A sample of softmax(logits / tau) by the Gumbel-max trick."""
-    u = torch.rand_like(logits).clamp(1e-9, 1 - 1e-9)
-    return int(((logits - torch.log(-torch.log(u))) / tau).argmax())
+def _gumbel_argmax(
+    logits: torch.Tensor, tau: float, generator: torch.Generator | None = None
+) -> int:
+    """A sample of ``softmax(logits / tau)`` by the Gumbel-max trick."""
+    u = torch.rand(logits.shape, generator=generator).clamp(1e-9, 1 - 1e-9)
+    return int((logits.cpu() / tau - torch.log(-torch.log(u))).argmax())
 
 
 # ============================================================================ losses
@@ -284,20 +360,34 @@ def router_loss(
         raise ValueError(f"{len(routes)} routes but {len(advantages)} advantages")
     if not routes:
         return torch.zeros(()), {}
+    logp, probs = route_logprobs(router, routes, tau)
+    signal = torch.tensor(
+        [a - cfg.switch_penalty * r.switched for a, r in zip(advantages, routes, strict=True)],
+        device=logp.device,
+    )
+    pg = -(signal * logp).mean()
+    lb = load_balance_loss(probs, cfg.lb_coef)
+    return pg + lb, {"router_pg": pg.item(), "load_balance": lb.item()}
+
+
+def route_logprobs(
+    router: PhaseRouter, routes: Sequence[Route], tau: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Replay ``routes`` through ``router``: (log-probability of each choice, phase probs).
+
+    The choice's log-probability is ``log softmax(logits / tau)[proposed]`` plus, where the gate
+    decided (the proposal differed from the previous expert), ``log P(gate decision)``.
+    """
     logits, trans = zip(*(router.decide(r.observations, r.goal) for r in routes), strict=True)
     lg, tr = torch.stack(logits), torch.stack(trans)
-    signal = torch.tensor(
-        [a - cfg.switch_penalty * r.switched for a, r in zip(advantages, routes, strict=True)]
-    )
-    chosen = torch.tensor([r.proposed for r in routes])
+    chosen = torch.tensor([r.proposed for r in routes], device=lg.device)
     logp = torch.log_softmax(lg / tau, -1).gather(1, chosen[:, None]).squeeze(1)
-    decided = torch.tensor([r.prev is not None and r.proposed != r.prev for r in routes])
-    opened = torch.tensor([r.gate_open for r in routes], dtype=torch.float)
+    decided = torch.tensor(
+        [r.prev is not None and r.proposed != r.prev for r in routes], device=lg.device
+    )
+    opened = torch.tensor([r.gate_open for r in routes], dtype=torch.float, device=lg.device)
     gate_logp = opened * torch.log(tr.clamp(1e-6)) + (1 - opened) * torch.log((1 - tr).clamp(1e-6))
-    n = len(routes)
-    pg = -(signal * logp).sum() / n - (signal * gate_logp * decided).sum() / n
-    lb = load_balance_loss(torch.softmax(lg, -1), cfg.lb_coef)
-    return pg + lb, {"router_pg": pg.item(), "load_balance": lb.item()}
+    return logp + gate_logp * decided, torch.softmax(lg, -1)
 
 
 def expert_loss(
@@ -309,8 +399,6 @@ def expert_loss(
     ``steps`` holds (ids up to and including the action, action start, expert, advantage).
     Steps are grouped by expert so each adapter runs once per group.
     """
-    from agentgym.train.policy import logprobs_from_logits
-
     total = torch.zeros(())
     for expert in sorted({s[2] for s in steps}):
         policy.use(expert)
@@ -319,6 +407,170 @@ def expert_loss(
             logp = logprobs_from_logits(policy.model(input_ids=x, use_cache=False).logits, x)[0]
             total = total - adv * logp[0, start:].mean() / len(steps)
     return total
+
+
+# ============================================================================ trainer hook
+class RoutedLM(nn.Module):
+    """The experts' peft model for the trainer: every attribute is the peft model's, and
+    :meth:`forward_batch` computes each action's logits under the adapter that sampled it."""
+
+    def __init__(self, policy: PAMoEPolicy) -> None:
+        super().__init__()
+        self.lm = policy.model
+        self._policy = [policy]  # a list: not registered as a submodule
+        self._experts: list[np.ndarray] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name == "lm":
+                raise
+            return getattr(self.lm, name)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The active adapter's forward (generation, plain calls)."""
+        return self.lm(*args, **kwargs)
+
+    def bind(self, token_experts: list[np.ndarray]) -> None:
+        """Per episode of the update, the expert of every token (-1 off the actions)."""
+        self._experts = token_experts
+
+    def forward_batch(self, mb: Any, hidden: bool = False) -> Any:
+        """Logits of ``mb``'s rows: the position predicting an action token under its expert.
+
+        A row runs once per expert among its loss tokens (positions match the episode's, since
+        both layouts start rows at the episode's first token); other positions take the row's
+        first expert.
+        """
+        if hidden:
+            raise ValueError("PA-MoE's routed forward gives logits only (no value head)")
+        pred = self._predicting_experts(mb)
+        logits: torch.Tensor | None = None
+        for expert in sorted(set(pred.flatten().tolist())):
+            rows = (pred == expert).any(1).nonzero().squeeze(1)
+            self._policy[0].use(expert)
+            out = self.lm(
+                input_ids=mb.input_ids[rows],
+                attention_mask=mb.attention_mask[rows],
+                use_cache=False,
+            ).logits
+            if logits is None:
+                logits = out.new_zeros((*mb.input_ids.shape, out.shape[-1]))
+            take = (pred[rows] == expert).unsqueeze(-1)
+            logits = logits.index_put((rows,), torch.where(take, out, logits[rows]))
+        return SimpleNamespace(logits=logits, hidden_states=None)
+
+    def _predicting_experts(self, mb: Any) -> torch.Tensor:
+        """``[B, L]``: the expert whose logits each position needs (that of the next token)."""
+        if self._experts is None:
+            raise RuntimeError("RoutedLM.forward_batch needs bind() with the update's episodes")
+        b, width = mb.input_ids.shape
+        token = torch.full((b, width), -1, dtype=torch.long)
+        for r, i in enumerate(mb.episode_index.tolist()):
+            known = torch.as_tensor(self._experts[i][:width], dtype=torch.long)
+            token[r, : len(known)] = known
+        token = torch.where(mb.loss_mask.cpu() > 0, token, -1)
+        pred = torch.full_like(token, -1)
+        pred[:, :-1] = token[:, 1:]
+        routed = pred >= 0
+        first = pred.masked_fill(~routed, self._policy[0].cfg.num_experts).min(1).values
+        first = torch.where(routed.any(1), first, 0)
+        return torch.where(routed, pred, first[:, None]).to(mb.input_ids.device)
+
+
+class _Routing:
+    """The rollout side (:class:`agentgym.train.rollout.StepRouter`) of a PA-MoE policy."""
+
+    def __init__(self, policy: PAMoEPolicy, tau: float | None, seed: int) -> None:
+        self.policy, self.tau = policy, tau
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def start(self, goal: str) -> RouterState:
+        return self.policy.start(goal)
+
+    def route(self, states: Sequence[RouterState], observations: Sequence[str]) -> list[Route]:
+        return self.policy.route_many(states, observations, self.tau, self.generator)
+
+    def use(self, expert: int) -> None:
+        self.policy.use(expert)
+
+
+class PAMoETraining:
+    """PA-MoE as the trainer's routed policy (:class:`agentgym.train.policy.RoutedPolicy`)."""
+
+    def __init__(self, policy: PAMoEPolicy) -> None:
+        self.policy, self.cfg = policy, policy.cfg
+        self.model = RoutedLM(policy)
+        self.routes: list[Route] = []
+        self.step_advantages: list[float] = []
+        self.tau = temperature(policy.cfg, 0)
+
+    def modules(self) -> dict[str, nn.Module]:
+        return {"pa_moe_router": self.policy.router}
+
+    def router(self, step: int, explore: bool, seed: int) -> _Routing:
+        """Sampled routes at the step's annealed temperature when exploring, else greedy."""
+        if explore:
+            self.tau = temperature(self.cfg, step)
+        return _Routing(self.policy, self.tau if explore else None, seed)
+
+    def bind(self, episodes: Sequence[Any], advantages: Sequence[np.ndarray]) -> dict[str, float]:
+        """Token experts for the routed forward, routes and step advantages for the router."""
+        maps, self.routes, self.step_advantages = [], [], []
+        for k, ep in enumerate(episodes):
+            experts = np.full(len(ep.ids), -1)
+            for t in ep.turns:
+                if t.expert is None:
+                    raise ValueError("a PA-MoE update needs episodes rolled out with its router")
+                experts[t.action_start : t.action_end] = t.expert
+                span = advantages[k][t.action_start : t.action_end] if advantages else None
+                self.routes.append(t.route)
+                self.step_advantages.append(
+                    float(np.mean(span)) if span is not None and len(span) else 0.0
+                )
+            maps.append(experts)
+        self.model.bind(maps)
+        return routing_metrics(episodes, self.cfg.num_experts) | {"router_tau": self.tau}
+
+    def loss(self) -> tuple[torch.Tensor, dict[str, float]]:
+        return router_loss(
+            self.policy.router, self.routes, self.step_advantages, self.cfg, self.tau
+        )
+
+    def save(self, directory: Path) -> None:
+        self.policy.save_router(Path(directory))
+
+
+def routing_metrics(episodes: Sequence[Any], num_experts: int) -> dict[str, float]:
+    """Switches per episode and each expert's share of the steps."""
+    turns = [t for ep in episodes for t in ep.turns if t.expert is not None]
+    switches = [sum(bool(t.route.switched) for t in ep.turns) for ep in episodes]
+    out = {"switches": float(np.mean(switches)) if switches else 0.0}
+    for k in range(num_experts):
+        share = sum(t.expert == k for t in turns) / len(turns) if turns else 0.0
+        out[f"expert_share_{k}"] = float(share)
+    return out
+
+
+def trainer_policy(
+    path: str,
+    device: str,
+    options: dict[str, Any],
+    tokenizer: Any,
+    resume_from: Path | None = None,
+) -> PAMoETraining:
+    """``model.policy: pa_moe``: K fresh LoRA experts on ``path`` (or resumed ones) + a router."""
+    cfg = PAMoEConfig.model_validate(options)
+    base = load_model(path, device)
+    if resume_from is not None:  # the router's weights come back with the trainer's state
+        model = _load_experts(base, Path(resume_from), cfg, trainable=True)
+    else:
+        model = _with_experts(base, cfg)
+    return PAMoETraining(PAMoEPolicy(model, tokenizer, cfg))
+
+
+register_policy("pa_moe", trainer_policy)
 
 
 # ============================================================================ agent
@@ -382,11 +634,16 @@ __all__ = [
     "PAMoEAgent",
     "PAMoEConfig",
     "PAMoEPolicy",
+    "PAMoETraining",
     "PhaseRouter",
+    "RoutedLM",
     "expert_loss",
     "load_balance_loss",
     "pa_moe_agent",
+    "route_logprobs",
     "router_loss",
+    "routing_metrics",
     "switch_gate",
     "temperature",
+    "trainer_policy",
 ]

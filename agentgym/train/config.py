@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.policy import LoraConfig
@@ -33,6 +33,11 @@ class ModelConfig(_Strict):
     has them."""
     lora: LoraConfig | None = None
     """Train LoRA adapters (peft) instead of all weights."""
+    policy: str | None = None
+    """A step-routed policy around the model, by name (``pa_moe``: LoRA experts and a phase
+    router; :func:`agentgym.train.policy.register_policy`); None: the plain causal LM."""
+    policy_options: dict[str, Any] = {}
+    """Settings of ``policy`` (PA-MoE: the fields of ``PAMoEConfig``)."""
 
 
 class EnvConfig(_Strict):
@@ -189,6 +194,21 @@ class TrainConfig(_Strict):
     """Print metrics every N steps."""
     threads: int | None = None
     """torch.set_num_threads (None leaves torch's default)."""
+
+    @model_validator(mode="after")
+    def _routed_policy_fits(self) -> TrainConfig:
+        if self.model.policy is None:
+            return self
+        if self.algo.name in ("sft", "ppo"):
+            raise ValueError(
+                f"model.policy {self.model.policy!r} routes each step to an adapter at rollout; "
+                f"it trains with grpo, reinforce_pp or gigpo, not {self.algo.name}"
+            )
+        if self.model.lora is not None:
+            raise ValueError(
+                f"model.policy {self.model.policy!r} brings its own adapters: drop model.lora"
+            )
+        return self
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ The loss mask is 1 on sampled tokens only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentgym.episode import Episode, EpisodeStatus
 
@@ -26,6 +27,10 @@ class Turn:
     reward: float
     state_key: str
     """The observation the action answered (GiGPO's anchor state)."""
+    expert: int | None = None
+    """The adapter that generated the action (a routed policy, ``model.policy``), else None."""
+    route: Any = None
+    """The router's record of this step (what it read, chose, and the choice's logprob)."""
 
 
 @dataclass

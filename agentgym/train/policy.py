@@ -1,17 +1,27 @@
 """The policy: any Hugging Face causal LM (optionally with LoRA adapters), its tokenizer, a
-reference for KL, and the per-token logprob/entropy computation every algorithm shares."""
+reference for KL, and the per-token logprob/entropy computation every algorithm shares.
+
+A *routed policy* (``model.policy``, e.g. PA-MoE) replaces the plain model: a factory registered
+by name (:func:`register_policy`, or the ``agentgym.policies`` entry points) builds a
+:class:`RoutedPolicy`, whose ``model`` picks an adapter per environment step at rollout and, given
+the episodes of an update (``bind``), computes every row's logits under the adapter that sampled
+each action (``forward_batch``); its own modules (a router) train with an extra loss.
+"""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 from pydantic import BaseModel
 
 from agentgym.train.batch import Batch
+from agentgym.train.episode import TokenEpisode
 
 
 class LoraConfig(BaseModel):
@@ -91,6 +101,9 @@ class Reference:
 
 
 def forward(model: Any, mb: Batch, hidden: bool = False) -> Any:
+    """The model's output on ``mb``; a routed policy's model computes it per step's adapter."""
+    if hasattr(model, "forward_batch"):
+        return model.forward_batch(mb, hidden)
     return model(
         input_ids=mb.input_ids,
         attention_mask=mb.attention_mask,
@@ -113,3 +126,56 @@ def logprobs_from_logits(
 def token_logprobs(model: Any, mb: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     """(logprobs, entropies) of ``mb``'s tokens under ``model``; differentiable."""
     return logprobs_from_logits(forward(model, mb).logits, mb.input_ids)
+
+
+# ============================================================================ routed policies
+class RoutedPolicy(Protocol):
+    """What the trainer asks of a step-routed policy (``model.policy``; PA-MoE is one)."""
+
+    model: Any
+    """The module trained and generated with; has ``forward_batch(mb, hidden)``."""
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        """Trainable modules besides ``model`` (a router): optimised and saved in checkpoints."""
+        ...
+
+    def router(self, step: int, explore: bool, seed: int) -> Any:
+        """The rollout's :class:`~agentgym.train.rollout.StepRouter` (sampled if ``explore``)."""
+        ...
+
+    def bind(
+        self, episodes: Sequence[TokenEpisode], advantages: Sequence[np.ndarray]
+    ) -> dict[str, float]:
+        """Take the update's episodes (rows index them); return rollout metrics."""
+        ...
+
+    def loss(self) -> tuple[torch.Tensor, dict[str, float]]:
+        """The extra loss of the bound episodes (the router's), added once per epoch."""
+        ...
+
+    def save(self, directory: Path) -> None:
+        """Write what an agent spec needs besides the adapters (router, config)."""
+        ...
+
+
+PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], RoutedPolicy]
+"""``(model path, device, options, tokenizer, checkpoint to resume or None) -> RoutedPolicy``."""
+_POLICIES: dict[str, PolicyFactory] = {}
+
+
+def register_policy(name: str, factory: PolicyFactory) -> PolicyFactory:
+    """Make ``factory`` available as ``model.policy: name``."""
+    _POLICIES[name] = factory
+    return factory
+
+
+def get_policy(name: str) -> PolicyFactory:
+    """The factory registered as ``name``, or found in the ``agentgym.policies`` entry points."""
+    if name not in _POLICIES:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="agentgym.policies", name=name):
+            register_policy(name, ep.load())
+    if name not in _POLICIES:
+        raise KeyError(f"unknown model.policy {name!r}; registered: {sorted(_POLICIES)}")
+    return _POLICIES[name]

@@ -6,14 +6,19 @@ and their logprobs are appended as generated, actions are parsed from the sample
 (``agents/llm.py``'s ``parse_action``), the env pool steps them all, and each observation is
 appended as the chat template's observation turn. Env failures end that episode with
 ``status="error"``; they never end the batch.
+
+With a :class:`StepRouter` (a routed policy such as PA-MoE), each turn first routes every active
+episode to one adapter from its goal and observations, then generates once per adapter for the
+episodes routed to it; each turn records its adapter and the router's record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agentgym.agents.llm import FormatError, parse_action
 from agentgym.episode import Episode, Step, Usage
@@ -65,6 +70,22 @@ class RolloutStats:
         return self.generated_tokens / self.wall_s if self.wall_s else 0.0
 
 
+class StepRouter(Protocol):
+    """Picks the adapter of every step before it is generated (a routed policy's rollout side)."""
+
+    def start(self, goal: str) -> Any:
+        """Routing state of a new episode with this instruction."""
+        ...
+
+    def route(self, states: Sequence[Any], observations: Sequence[str]) -> list[Any]:
+        """One record per episode (with an ``expert`` index); updates ``states``."""
+        ...
+
+    def use(self, expert: int) -> None:
+        """Make ``expert``'s adapter the one that generates."""
+        ...
+
+
 @dataclass
 class _Live:
     """Scratch state of one in-flight episode (not part of the record)."""
@@ -73,6 +94,8 @@ class _Live:
     last_observation: str = ""
     action_start: int = 0
     gen: Any = None
+    route_state: Any = None
+    route: Any = None
 
 
 def derive_seed(*parts: Any) -> int:
@@ -88,6 +111,7 @@ def collect(
     jobs: list[Job],
     sampling: Sampling,
     seed: int,
+    router: StepRouter | None = None,
 ) -> tuple[list[TokenEpisode], RolloutStats]:
     """Roll out every job to the end; return the episodes in job order and the throughput."""
     stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
@@ -97,12 +121,16 @@ def collect(
     stats.env_s += time.perf_counter() - t0
     for lv, out in zip(live, resets, strict=True):
         _start(lv, out, chat, pool.system_prompt)
+        if router is not None and lv.ep.ok:
+            lv.route_state = router.start(lv.ep.episode.instruction)
     active = [i for i, lv in enumerate(live) if lv.ep.ok]
     for turn in range(sampling.max_turns):
         active = [i for i in active if _fits(live[i].ep, sampling)]
         if not active:
             break
-        actions = _act(engine, live, active, sampling, derive_seed(seed, turn), stats, pool)
+        if router is not None:
+            _route(router, live, active)
+        actions = _act(engine, live, active, sampling, derive_seed(seed, turn), stats, pool, router)
         t0 = time.perf_counter()
         outcomes = pool.step(actions)
         stats.env_s += time.perf_counter() - t0
@@ -149,18 +177,23 @@ def _act(
     seed: int,
     stats: RolloutStats,
     pool: EnvPool,
+    router: StepRouter | None = None,
 ) -> dict[int, str]:
-    """One batched generation for all active episodes; append the samples; parse the actions."""
-    prompts = [live[i].ep.ids for i in active]
+    """Batched generation for all active episodes; append the samples; parse the actions."""
     t0 = time.perf_counter()
-    gens = engine.generate_batch(
-        prompts,
-        max_new_tokens=sampling.max_new_tokens,
-        temperature=sampling.temperature,
-        top_p=sampling.top_p,
-        seed=seed,
-        keep_eos=True,
-    )
+    if router is None:
+        gens = _generate(engine, [live[i].ep.ids for i in active], sampling, seed)
+    else:  # one generation batch per expert, each episode with the expert it was routed to
+        by_expert: dict[int, list[int]] = {}
+        for i in active:
+            by_expert.setdefault(live[i].route.expert, []).append(i)
+        generated: dict[int, Any] = {}
+        for expert, members in sorted(by_expert.items()):
+            router.use(expert)
+            prompts = [live[i].ep.ids for i in members]
+            out = _generate(engine, prompts, sampling, derive_seed(seed, "expert", expert))
+            generated.update(zip(members, out, strict=True))
+        gens = [generated[i] for i in active]
     stats.generate_s += time.perf_counter() - t0
     actions: dict[int, str] = {}
     for i, gen in zip(active, gens, strict=True):
@@ -177,19 +210,42 @@ def _act(
     return actions
 
 
+def _generate(engine: Any, prompts: list[list[int]], sampling: Sampling, seed: int) -> list[Any]:
+    return list(
+        engine.generate_batch(
+            prompts,
+            max_new_tokens=sampling.max_new_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=seed,
+            keep_eos=True,
+        )
+    )
+
+
+def _route(router: StepRouter, live: list[_Live], active: list[int]) -> None:
+    """Route every active episode's next step from its goal, observation and history."""
+    routes = router.route(
+        [live[i].route_state for i in active], [live[i].last_observation for i in active]
+    )
+    for i, route in zip(active, routes, strict=True):
+        live[i].route = route
+
+
 def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
     ep, start, gen = lv.ep, lv.action_start, lv.gen
     end = len(ep.ids)
     state_key = lv.last_observation
+    expert = None if lv.route is None else int(lv.route.expert)
     if out.error is not None:
         ep.episode.status, ep.episode.error = "error", out.error
-        ep.turns.append(Turn(start, end, end, end, 0.0, state_key))
+        ep.turns.append(Turn(start, end, end, end, 0.0, state_key, expert, lv.route))
         return
     done = out.terminated or out.truncated
     if not done:
         ended_with_eos = bool(gen.token_ids) and gen.token_ids[-1] == chat.eos_id
         ep.extend(chat.observation(out.observation, ended_with_eos), mask=0)
-    ep.turns.append(Turn(start, end, end, len(ep.ids), out.reward, state_key))
+    ep.turns.append(Turn(start, end, end, len(ep.ids), out.reward, state_key, expert, lv.route))
     lv.last_observation = out.observation
     ep.episode.reward += out.reward
     ep.episode.steps.append(

@@ -29,7 +29,7 @@ from agentgym.train.config import TrainConfig
 from agentgym.train.credit import CreditContext, episode_arrays
 from agentgym.train.envpool import EnvPool, make_pool
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.policy import is_peft, load_model, load_tokenizer
+from agentgym.train.policy import RoutedPolicy, get_policy, is_peft, load_model, load_tokenizer
 from agentgym.train.rollout import Job, RolloutStats, Sampling, collect, derive_seed
 
 
@@ -42,20 +42,29 @@ class Trainer:
         self.cfg, self.console = cfg, console
         torch.manual_seed(cfg.seed)
         self.resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
+        factory = None if cfg.model.policy is None else get_policy(cfg.model.policy)
         self.tokenizer = load_tokenizer(self.resume_from or cfg.model.path)
-        self.model = self._load_model()
+        self.policy: RoutedPolicy | None = None
+        if factory is not None:  # a step-routed policy (PA-MoE) around the model
+            self.policy = factory(
+                cfg.model.path,
+                cfg.model.device,
+                cfg.model.policy_options,
+                self.tokenizer,
+                self.resume_from,
+            )
+        self.model = self._load_model() if self.policy is None else self.policy.model
         self.chat = ChatFormat(self.tokenizer, cfg.env.system_prompt)
         self.algo = make_algorithm(cfg, self.model)
+        self.extra = {**self.algo.extra_modules(), **(self.policy.modules() if self.policy else {})}
         params = [p for p in self.model.parameters() if p.requires_grad]
-        params += [p for m in self.algo.extra_modules().values() for p in m.parameters()]
+        params += [p for m in self.extra.values() for p in m.parameters()]
         self.optimizer = torch.optim.AdamW(
             params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
         )
         self.step = 0
         if self.resume_from is not None:
-            self.step = checkpoint.load_state(
-                self.resume_from, self.optimizer, self.algo.extra_modules()
-            )
+            self.step = checkpoint.load_state(self.resume_from, self.optimizer, self.extra)
         self._pool: EnvPool | None = None
         self._engine: Any = None
         self.store, self.run_id = _open_store(cfg)
@@ -164,16 +173,20 @@ class Trainer:
         return step
 
     def rollout(
-        self, jobs: list[Job], seed: int, temperature: float
+        self, jobs: list[Job], seed: int, temperature: float, explore: bool = True
     ) -> tuple[list[TokenEpisode], RolloutStats]:
-        """Episodes of ``jobs`` sampled from the current weights (eval mode, no grad)."""
+        """Episodes of ``jobs`` sampled from the current weights (eval mode, no grad).
+
+        A routed policy samples its routes when ``explore`` (training), else routes greedily.
+        """
         r = self.cfg.rollout
         sampling = Sampling(
             r.max_turns, r.max_new_tokens, temperature, r.top_p, r.max_context_tokens
         )
+        router = None if self.policy is None else self.policy.router(self.step, explore, seed)
         self.model.eval()
         try:
-            return collect(self.engine, self.chat, self.pool, jobs, sampling, seed)
+            return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, router)
         finally:
             self.model.train()
 
@@ -221,11 +234,12 @@ class Trainer:
             self.tokenizer.pad_token_id,
             returns,
         )
+        routed = {} if self.policy is None else self.policy.bind(episodes, advantages or [])
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
             totals = self._epoch(batch)
         totals["loss_tokens"] = float(batch.loss_mask.sum())
-        return totals
+        return {**routed, **totals}
 
     def _epoch(self, batch: Batch) -> dict[str, float]:
         self.optimizer.zero_grad(set_to_none=True)
@@ -237,6 +251,11 @@ class Trainer:
             loss.backward()
             for k, v in parts.items():
                 totals[k] = totals.get(k, 0.0) + v
+        if self.policy is not None:  # the routed policy's own loss (PA-MoE: the router's)
+            extra, parts = self.policy.loss()
+            if extra.requires_grad:
+                extra.backward()
+            totals.update(parts)
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         clip = self.cfg.optim.grad_clip
         norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
@@ -281,7 +300,7 @@ class Trainer:
         ]
         with torch.no_grad():
             episodes, _ = self.rollout(
-                jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature
+                jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature, explore=False
             )
         ok = [ep for ep in episodes if ep.ok]
         wins = sum(ep.episode.success for ep in ok)
@@ -295,18 +314,26 @@ class Trainer:
         }
 
     def save(self, directory: Path) -> Path:
-        return checkpoint.save(
+        checkpoint.save(
             directory,
             self.model,
             self.tokenizer,
             self.optimizer,
-            self.algo.extra_modules(),
+            self.extra,
             self.step,
             self.cfg.model_dump(),
         )
+        if self.policy is not None:
+            self.policy.save(directory)
+        return directory
 
     def merged(self, directory: Path) -> Path:
         """A plain checkpoint (LoRA merged) that loads as ``--agent hf:DIRECTORY``."""
+        if self.policy is not None:
+            raise ValueError(
+                "a routed policy's experts do not merge into one model: evaluate "
+                f"its checkpoint with its agent spec ({self.cfg.model.policy}:PATH)"
+            )
         model = self.model.merge_and_unload() if is_peft(self.model) else self.model
         model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
@@ -327,6 +354,7 @@ class Trainer:
                 "pg_loss",
                 "kl",
                 "entropy",
+                "switches",
                 "tokens_per_s",
                 "step_s",
                 "eval_success",
