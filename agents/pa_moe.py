@@ -34,7 +34,8 @@ A trained policy saves to a folder (``save``: adapters, router, config) and eval
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -201,7 +202,7 @@ class PAMoEPolicy:
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
         mask = mask.to(self.device)
-        with self.model.disable_adapter():
+        with self.adapters_off():
             out = self.model(
                 input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False
             )
@@ -259,7 +260,21 @@ class PAMoEPolicy:
     def use(self, expert: int) -> None:
         """Make ``expert``'s adapter the active one (all experts stay trainable when training)."""
         self.model.set_adapter(self.names[expert])
-        if self.trainable:  # peft's set_adapter freezes the inactive adapters
+        self._keep_trainable()
+
+    @contextmanager
+    def adapters_off(self) -> Iterator[None]:
+        """The frozen base (peft's ``disable_adapter``), every expert trainable again after."""
+        try:
+            with self.model.disable_adapter():
+                yield
+        finally:
+            self._keep_trainable()
+
+    def _keep_trainable(self) -> None:
+        # peft freezes inactive adapters on set_adapter and on leaving disable_adapter; a
+        # gradient then never reaches an expert whose forward ran before the freeze
+        if self.trainable:
             self.model.set_requires_grad(self.names, requires_grad=True)
 
     # ------------------------------------------------------------------ saving
@@ -431,6 +446,10 @@ class RoutedLM(nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The active adapter's forward (generation, plain calls)."""
         return self.lm(*args, **kwargs)
+
+    def disable_adapter(self) -> Any:
+        """The base model (the KL reference), all experts trainable again after."""
+        return self._policy[0].adapters_off()
 
     def bind(self, token_experts: list[np.ndarray]) -> None:
         """Per episode of the update, the expert of every token (-1 off the actions)."""

@@ -117,6 +117,11 @@ def test_rollout_logprobs_equal_teacher_forcing_under_the_routed_expert(routed, 
     with torch.no_grad():
         wrong = token_logprobs(hook.model, batch)[0]
     assert not torch.allclose(wrong[mask], batch.old_logprobs[mask], atol=1e-2)
+    # with the adapters off (the KL reference) every row is the base model's, whatever the route
+    with torch.no_grad(), hook.model.disable_adapter():
+        off = token_logprobs(hook.model, batch)[0]
+        base = token_logprobs(hook.model.get_base_model(), batch)[0]
+    assert torch.allclose(off, base, atol=1e-6) and not torch.allclose(off[mask], logp[mask])
 
 
 def test_switch_penalty_and_load_balance_change_the_loss_as_stated(routed):
@@ -252,15 +257,17 @@ def _noop_cfg(noop_sft, out, **over) -> TrainConfig:
 
 
 def test_rewards_train_the_experts_that_acted_and_the_router(noop_sft, tmp_path):
-    trainer = Trainer(_noop_cfg(noop_sft, tmp_path, **{"algo.name": "gigpo", "steps": 1}))
+    over = {"algo.name": "gigpo", "algo.kl_coef": 0.05, "steps": 1}
+    trainer = Trainer(_noop_cfg(noop_sft, tmp_path, **over))
+    with torch.no_grad():  # the router never picks expert 2
+        trainer.policy.policy.router.phase[-1].bias[2] = -50.0
     router, experts = _router(trainer), [_experts(trainer.model, k) for k in range(3)]
     metrics = trainer.run()
     assert 0.0 < metrics["success"] < 1.0 and metrics["acr"] < 1.0
+    assert metrics["expert_share_2"] == 0.0 and metrics["kl"] >= 0.0
     assert _changed(router, _router(trainer))
-    used = {k for k in range(3) if metrics[f"expert_share_{k}"] > 0}
-    assert used
     for k in range(3):
-        assert _changed(experts[k], _experts(trainer.model, k)) == (k in used), k
+        assert _changed(experts[k], _experts(trainer.model, k)) == (k != 2), k
 
 
 def test_resume_restores_router_adapters_and_optimizer_exactly(noop_sft, tmp_path):
@@ -291,3 +298,30 @@ def test_config_errors_and_the_method_config(tmp_path):
     assert (opts.num_experts, opts.lora_r, opts.window, opts.lb_coef) == (4, 32, 10, 0.01)
     assert cfg.model.policy == "pa_moe" and cfg.algo.name == "gigpo"
     assert cfg.rollout.group_size == 8 and cfg.algo.gamma == 0.95
+
+
+def test_agentgym_train_runs_the_method_config(tiny_model, tmp_path):
+    from typer.testing import CliRunner
+
+    from agentgym.cli import app
+
+    path = Path(__file__).parents[1] / "configs" / "methods" / "pa_moe_household.yaml"
+    small = {
+        "model.path": tiny_model,
+        "model.policy_options.num_experts": 2,
+        "model.policy_options.lora_r": 4,
+        "model.policy_options.router_dim": 16,
+        "env.limit": 4,
+        "rollout.tasks_per_step": 1,
+        "rollout.group_size": 2,
+        "rollout.max_turns": 2,
+        "rollout.max_new_tokens": 4,
+        "steps": 1,
+        "threads": 1,
+        "out_dir": tmp_path / "out",
+    }
+    args = [x for k, v in small.items() for x in ("-c", f"{k}={v}")]
+    result = CliRunner().invoke(app, ["train", str(path), *args])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "final" / "router.pt").is_file()
+    assert (tmp_path / "out" / "final" / "expert_1" / "adapter_model.safetensors").is_file()
