@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -204,8 +205,14 @@ def litellm_agent(arg: str, env: Any) -> ChatAgent:
     return chat_agent(f"litellm:{arg}", env)
 
 
-def hf_agent(arg: str, env: Any) -> ChatAgent:
-    """Entry point of ``--agent hf:PATH[?options]``."""
+def hf_agent(arg: str, env: Any) -> Any:
+    """Entry point of ``--agent hf:PATH[?options]``; a PA-MoE checkpoint (``pa_moe.json``) loads
+    with its router and experts, so every trained checkpoint evaluates as ``hf:PATH``."""
+    path = arg.split("?", 1)[0]
+    if (Path(path) / "pa_moe.json").is_file():
+        from agentgym.agents.pa_moe import pa_moe_agent
+
+        return pa_moe_agent(path, env)
     return chat_agent(f"hf:{arg}", env)
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agentgym.agents.kbqa_r1 import KBQAR1Recipe
 from agentgym.agents.pa_moe import PAMoEConfig
 from agentgym.train.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1] / "configs" / "methods"
-TRAIN = sorted(p for p in ROOT.glob("*.yaml") if not p.name.startswith("pa_moe"))
+TRAIN = sorted(ROOT.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", TRAIN, ids=[p.stem for p in TRAIN])
@@ -33,5 +32,6 @@ def test_kbqa_r1_grpo_config_follows_the_recipe():
 
 
 def test_pa_moe_config_validates():
-    cfg = PAMoEConfig.model_validate(yaml.safe_load((ROOT / "pa_moe_household.yaml").read_text()))
+    options = load_config(ROOT / "pa_moe_household.yaml").model.policy_options
+    cfg = PAMoEConfig.model_validate(options)
     assert cfg.num_experts == 4 and cfg.lora_r == 32 and cfg.window == 10

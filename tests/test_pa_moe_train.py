@@ -208,6 +208,9 @@ def test_checkpoint_reloads_and_evaluates_via_the_agent_spec(household_run):
     env = agentgym.make("Household-v0")
     agent = pm.pa_moe_agent(str(final), env)
     loaded = agent.policy
+    from agentgym.agents.llm import hf_agent
+
+    assert isinstance(hf_agent(str(final), env), type(agent))  # hf:PATH finds the router too
     assert not _changed(_router(trainer), loaded.router.state_dict())
     x = torch.tensor([[5, 6, 7, 8]])
     for k in range(3):
