@@ -19,6 +19,7 @@ samples at temperature 1, the policy RL optimises. Figures are noisy: the machin
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import tempfile
 import time
@@ -232,6 +233,14 @@ def report(
         ratio = f"{p / base:.2f}x" if base else "-"
         table.add_row(label, *per_seed, f"{p:.1%} (n={n})", f"[{lo:.1%}, {hi:.1%}]", ratio)
     console.print(table)
+    (p_sft, *_, n_sft), (p_rl, *_, n_rl) = pooled(results, "sft"), pooled(results, "rl")
+    se = math.sqrt(p_sft * (1 - p_sft) / n_sft + p_rl * (1 - p_rl) / n_rl) if n_sft else 0.0
+    gains = sum(r["rl"]["eval_success"] > r["sft"]["eval_success"] for r in results)
+    console.print(
+        f"GRPO - SFT: {p_rl - p_sft:+.1%} (95% CI {p_rl - p_sft - 1.96 * se:+.1%} .. "
+        f"{p_rl - p_sft + 1.96 * se:+.1%}, two-proportion normal approximation); "
+        f"GRPO above SFT in {gains} of {len(results)} seeds"
+    )
     tt = Table(title="Rollout throughput (same episodes)")
     for col in ("generation batch", "episodes/s", "tokens/s", "vs batch 1"):
         tt.add_column(col)
