@@ -3,6 +3,7 @@ after RL (seeds x Wilson intervals), and rollout throughput with batched generat
 
     python benchmarks/train_demo.py                # full: 3 seeds
     python benchmarks/train_demo.py --quick        # about 2 minutes, one seed
+    python benchmarks/train_demo.py --env Household-v0 --max-turns 10 --max-receptacles 10
 
 The demo's task distribution is chosen for a 2-layer model trained for minutes from random
 weights: product tasks of ``clarify/train`` and ``clarify/test`` narrowed to ``--candidates``
@@ -78,19 +79,52 @@ def demo_tasks(directory: Path, k: int, max_turns: int) -> dict[str, Path]:
     return paths
 
 
+def household_tasks(directory: Path, max_receptacles: int, max_turns: int) -> dict[str, Path]:
+    """``examine`` and ``put`` tasks of ``household/train`` in rooms of at most
+    ``max_receptacles`` receptacles, split by floorplan (every fourth floorplan held out)."""
+    env = agentgym.make("Household-v0")
+    small = []
+    for t in TaskSuite.load("household/train"):
+        if t.tags[0] in ("examine", "put"):
+            first = env.reset(options={"task": t})[0].split("\n")[0]
+            if first.count(", ") + 1 <= max_receptacles:
+                small.append(t.model_copy(update={"config": {**t.config, "max_turns": max_turns}}))
+    plans = sorted({t.config["floorplan"] for t in small})
+    held_out = set(plans[3::4])
+    paths = {}
+    for split, keep in (("train", False), ("test", True)):
+        paths[split] = directory / f"{split}.jsonl"
+        write_tasks(paths[split], [t for t in small if (t.config["floorplan"] in held_out) == keep])
+    return paths
+
+
+def tokenizer_texts(env_id: str, tasks: list[Task]) -> list[str]:
+    """The tokenizer's corpus: Clarify's first observations (they hold every word of an episode);
+    Household's every expert observation and action (rooms are revealed step by step)."""
+    env = agentgym.make(env_id)
+    texts = []
+    for task in tasks:
+        texts.append(env.reset(options={"task": task})[0])
+        while env_id != "Clarify-v0" and (action := env.unwrapped.expert_action()) is not None:
+            observation, _, terminated, truncated, _ = env.step(action)
+            texts += [action, observation]
+            if terminated or truncated:
+                break
+    return texts
+
+
 def demo_model(
-    directory: Path, suites: dict[str, Path], hidden: int, layers: int, seed: int
+    directory: Path, suites: dict[str, Path], hidden: int, layers: int, seed: int, env_id: str
 ) -> Path:
     """A tiny Llama (as ``agentgym model init``) with a tokenizer fitted to the demo's texts."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from agentgym.llm.tiny import train_tokenizer
 
-    env = agentgym.make("Clarify-v0")
     tasks = [t for p in suites.values() for t in TaskSuite.load(p)]
-    texts = (env.reset(options={"task": t})[0] for t in tasks)
-    tokenizer = train_tokenizer(texts, 1024)
-    tokenizer.add_tokens(sorted({c["id"] for t in tasks for c in t.config["candidates"]}))
+    tokenizer = train_tokenizer(tokenizer_texts(env_id, tasks), 1024)
+    if env_id == "Clarify-v0":
+        tokenizer.add_tokens(sorted({c["id"] for t in tasks for c in t.config["candidates"]}))
     torch.manual_seed(seed)
     model = LlamaForCausalLM(
         LlamaConfig(
@@ -118,7 +152,7 @@ def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: A
     data: dict[str, Any] = {
         "model": {"path": str(model)},
         "env": {
-            "id": "Clarify-v0",
+            "id": args.env,
             "suite": str(suites["train"]),
             "eval_suite": str(suites["test"]),
             "eval_limit": args.eval_tasks,
@@ -128,7 +162,7 @@ def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: A
             "tasks_per_step": args.tasks_per_step,
             "group_size": args.group_size,
             "max_turns": args.max_turns,
-            "max_new_tokens": 12,
+            "max_new_tokens": 12 if args.env == "Clarify-v0" else 16,
         },
         "sft": {"batch_size": 16, "context_weight": 1.0},
         "optim": {"lr": args.sft_lr, "micro_batch_size": 16},
@@ -149,7 +183,7 @@ def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: A
 
 def run_seed(seed: int, args: Any, root: Path, suites: dict[str, Path]) -> dict[str, Any]:
     """Before SFT, after SFT, after GRPO on held-out tasks, for one seed."""
-    model = demo_model(root / f"model-{seed}", suites, args.hidden, args.layers, seed)
+    model = demo_model(root / f"model-{seed}", suites, args.hidden, args.layers, seed, args.env)
     sft = Trainer(
         config(
             model,
@@ -258,7 +292,9 @@ def parse(argv: list[str] | None = None) -> Any:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="one seed, fewer steps (the test's run)")
-    p.add_argument("--candidates", type=int, default=2)
+    p.add_argument("--env", choices=["Clarify-v0", "Household-v0"], default="Clarify-v0")
+    p.add_argument("--candidates", type=int, default=2, help="Clarify: candidates per task")
+    p.add_argument("--max-receptacles", type=int, default=8, help="Household: room size")
     p.add_argument("--max-turns", type=int, default=4)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
@@ -283,7 +319,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        suites = demo_tasks(root, args.candidates, args.max_turns)
+        if args.env == "Clarify-v0":
+            suites = demo_tasks(root, args.candidates, args.max_turns)
+        else:
+            suites = household_tasks(root, args.max_receptacles, args.max_turns)
         results = []
         for seed in range(args.seeds):
             results.append(run_seed(seed, args, root, suites))
