@@ -165,37 +165,10 @@ def _demo_model(
     """The demo's tiny Llama (``train_demo.demo_model``) with its tokenizer fitted to the
     observations and to ``texts`` (next states, rationales), so IWM and SR targets are as cheap
     to write as the observations; one model per seed, shared by every arm."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from agentgym.llm.tiny import train_tokenizer
-
-    env = make(args.env)
-    tasks = [t for p in suites.values() for t in TaskSuite.load(p)]
-    observations = [env.reset(options={"task": t})[0] for t in tasks]
-    tokenizer = train_tokenizer(iter(observations + texts), 1024)
-    tokenizer.add_tokens(sorted({c["id"] for t in tasks for c in t.config["candidates"]}))
-    torch.manual_seed(seed)
-    hidden = args.hidden
-    model = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden,
-            intermediate_size=2 * hidden,
-            num_hidden_layers=args.layers,
-            num_attention_heads=4,
-            num_key_value_heads=4,
-            max_position_embeddings=2048,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            tie_word_embeddings=True,
-        )
+    demo = _train_demo()
+    return demo.demo_model(
+        directory, suites, args.hidden, args.layers, seed, args.env, extra_texts=texts
     )
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
 
 
 def _model(

@@ -24,6 +24,7 @@ import math
 import random
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,15 +115,22 @@ def tokenizer_texts(env_id: str, tasks: list[Task]) -> list[str]:
 
 
 def demo_model(
-    directory: Path, suites: dict[str, Path], hidden: int, layers: int, seed: int, env_id: str
+    directory: Path,
+    suites: dict[str, Path],
+    hidden: int,
+    layers: int,
+    seed: int,
+    env_id: str,
+    extra_texts: Sequence[str] = (),
 ) -> Path:
-    """A tiny Llama (as ``agentgym model init``) with a tokenizer fitted to the demo's texts."""
+    """A tiny Llama (as ``agentgym model init``) with a tokenizer fitted to the demo's texts
+    (and to ``extra_texts``, e.g. early experience's next states and rationales)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from agentgym.llm.tiny import train_tokenizer
 
     tasks = [t for p in suites.values() for t in TaskSuite.load(p)]
-    tokenizer = train_tokenizer(tokenizer_texts(env_id, tasks), 1024)
+    tokenizer = train_tokenizer(iter([*tokenizer_texts(env_id, tasks), *extra_texts]), 1024)
     if env_id == "Clarify-v0":
         tokenizer.add_tokens(sorted({c["id"] for t in tasks for c in t.config["candidates"]}))
     torch.manual_seed(seed)
