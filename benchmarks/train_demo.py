@@ -3,7 +3,7 @@ after RL (seeds x Wilson intervals), and rollout throughput with batched generat
 
     python benchmarks/train_demo.py                # full: 3 seeds
     python benchmarks/train_demo.py --quick        # about 2 minutes, one seed
-    python benchmarks/train_demo.py --env Household-v0 --max-turns 10 --max-receptacles 10
+    python benchmarks/train_demo.py --env Household-v0 --max-turns 10
 
 The demo's task distribution is chosen for a 2-layer model trained for minutes from random
 weights: product tasks of ``clarify/train`` and ``clarify/test`` narrowed to ``--candidates``
@@ -13,8 +13,10 @@ Opaque ten-digit ids are beyond such a model: it has to copy them from its conte
 held-out tasks are tokens it never produced in training (measured: 0-4% held-out success after
 150-300 SFT steps, with one token per task-specific id and with a 40-id pool shared by both
 splits). The model is built like ``agentgym model init`` but its tokenizer is trained on these
-observations. SFT adds a language-modelling loss on the observations (``sft.context_weight``). Evaluation
-samples at temperature 1, the policy RL optimises. Figures are noisy: the machine is shared.
+observations. SFT adds a language-modelling loss on the observations (``sft.context_weight``).
+Evaluation samples at temperature 1, the policy RL optimises. Figures are noisy: the machine is
+shared. ``--env Household-v0`` runs the same stages on small household rooms (README: not learnt
+at this scale).
 """
 
 from __future__ import annotations
@@ -302,7 +304,7 @@ def parse(argv: list[str] | None = None) -> Any:
     p.add_argument("--quick", action="store_true", help="one seed, fewer steps (the test's run)")
     p.add_argument("--env", choices=["Clarify-v0", "Household-v0"], default="Clarify-v0")
     p.add_argument("--candidates", type=int, default=2, help="Clarify: candidates per task")
-    p.add_argument("--max-receptacles", type=int, default=8, help="Household: room size")
+    p.add_argument("--max-receptacles", type=int, default=10, help="Household: room size")
     p.add_argument("--max-turns", type=int, default=4)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
