@@ -778,7 +778,10 @@ def write_infopo_results(
     """The InfoPO section of docs/results.md: a shared head, then one subsection per SFT length
     (a rerun replaces its own subsection, so runs from differently trained starts sit side by
     side)."""
-    command = "python benchmarks/methods.py infopo " + " ".join(args.argv)
+    argv = list(args.argv)
+    if "--json" in argv:  # a local dump, not part of the experiment
+        del argv[argv.index("--json") : argv.index("--json") + 2]
+    command = "python benchmarks/methods.py infopo " + " ".join(argv)
     marker = f"### After {args.sft_steps} SFT steps"
     sub = "\n".join(
         [
