@@ -37,7 +37,7 @@ from rich.table import Table
 import agentgym
 from agentgym.metrics import wilson_interval
 from agentgym.task import Task, TaskSuite, write_tasks
-from agentgym.train.config import TrainConfig
+from agentgym.train.config import TrainConfig, set_dotted
 from agentgym.train.rollout import Job, derive_seed
 from agentgym.train.trainer import Trainer
 
@@ -183,11 +183,7 @@ def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: A
         "threads": args.threads,
     }
     for key, value in over.items():
-        node = data
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
+        set_dotted(data, key, value)
     return TrainConfig.model_validate(data)
 
 

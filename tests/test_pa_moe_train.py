@@ -19,7 +19,7 @@ from agentgym.task import TaskSuite, write_tasks  # noqa: E402
 from agentgym.testing.noop import noop_suite  # noqa: E402
 from agentgym.train.batch import build_batch  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
-from agentgym.train.config import TrainConfig, load_config  # noqa: E402
+from agentgym.train.config import TrainConfig, load_config, set_dotted  # noqa: E402
 from agentgym.train.envpool import LocalEnvPool  # noqa: E402
 from agentgym.train.policy import load_tokenizer, token_logprobs  # noqa: E402
 from agentgym.train.rollout import Job, Sampling, collect  # noqa: E402
@@ -40,11 +40,7 @@ def _cfg(model, out, **over) -> TrainConfig:
         "threads": 1,
     }
     for key, value in over.items():
-        node = base
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
+        set_dotted(base, key, value)
     return TrainConfig.model_validate(base)
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from agentgym.store import Store
 from agentgym.task import write_tasks
 from agentgym.testing.noop import noop_suite
-from agentgym.train.config import TrainConfig, load_config
+from agentgym.train.config import TrainConfig, load_config, set_dotted
 from agentgym.train.trainer import Trainer
 
 
@@ -37,11 +37,7 @@ def _cfg(model: str, suite: str, out, **over) -> TrainConfig:
         "threads": 1,
     }
     for key, value in over.items():
-        node = base
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
+        set_dotted(base, key, value)
     return TrainConfig.model_validate(base)
 
 

@@ -211,21 +211,30 @@ class TrainConfig(_Strict):
         return self
 
 
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """Set ``data["a"]["b"]["c"] = value`` for ``key = "a.b.c"``, creating missing sections."""
+    node = data
+    *parents, leaf = key.split(".")
+    for p in parents:
+        if node.get(p) is None:
+            node[p] = {}
+        if not isinstance(node[p], dict):
+            raise ValueError(f"{p!r} is not a section")
+        node = node[p]
+    node[leaf] = value
+    return data
+
+
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Set ``a.b.c=value`` entries in a nested dict; values are parsed as YAML (1, true, [a])."""
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"override {item!r} must look like key.sub=value")
-        node = data
-        parts = key.strip().split(".")
-        for p in parts[:-1]:
-            if node.get(p) is None:
-                node[p] = {}
-            if not isinstance(node[p], dict):
-                raise ValueError(f"override {item!r}: {p!r} is not a section")
-            node = node[p]
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else None
+        try:
+            set_dotted(data, key.strip(), yaml.safe_load(raw) if raw.strip() else None)
+        except ValueError as e:
+            raise ValueError(f"override {item!r}: {e}") from None
     return data
 
 
