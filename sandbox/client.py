@@ -83,7 +83,9 @@ class ServerSandbox(Sandbox):
         self.max_output, self.max_read = max_output, max_read
         self._on_close = on_close
         self._ids = itertools.count(1)
-        self._pending: dict[int, Future[dict[str, Any]]] = {0: Future()}
+        self._ready: Future[dict[str, Any]] = Future()
+        """Answered by the server's hello (id 0); kept here because the reader pops it."""
+        self._pending: dict[int, Future[dict[str, Any]]] = {0: self._ready}
         self._lock = threading.Lock()
         self._dead: str | None = None
         self.closed = False
@@ -94,7 +96,7 @@ class ServerSandbox(Sandbox):
     # ------------------------------------------------------------------ plumbing
     def wait_ready(self, timeout: float) -> None:
         """Block until the server has said it is ready; ``SandboxError`` if it died or stalled."""
-        self._await(self._pending[0], timeout, "start")
+        self._await(self._ready, timeout, "start")
 
     def _read_replies(self) -> None:
         while True:

@@ -21,6 +21,8 @@ from agentgym.sandbox import (
     provider_names,
     self_check,
 )
+from agentgym.sandbox.channel import Channel
+from agentgym.sandbox.client import ServerSandbox
 from agentgym.sandbox.local import bwrap_works
 from agentgym.sandbox.selfcheck import CHECKS, SelfCheckError
 from agentgym.sandbox.testing import require_docker
@@ -216,3 +218,34 @@ def test_doctor_reports_each_provider():
     assert result.exit_code == 0
     for row in ("bubblewrap", "docker engine", "debootstrap"):
         assert row in result.output
+
+
+class _ScriptedChannel(Channel):
+    """Replies with the server's hello at once, then reports the process gone."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def _write(self, data: bytes) -> None:
+        pass
+
+    def recv_line(self) -> bytes:
+        return self.lines.pop(0) if self.lines else b""
+
+    def close(self) -> None:
+        pass
+
+
+def test_ready_reply_that_arrives_before_wait_ready_is_not_lost():
+    """The reply reader may take the hello before the caller waits for it (seen in CI)."""
+    sandbox = ServerSandbox(_ScriptedChannel([b'{"id": 0, "ok": true}\n']), lambda s: None)
+    time.sleep(0.2)  # the reader has answered the hello and seen the process exit
+    sandbox.wait_ready(1.0)
+
+
+def test_server_that_dies_before_wait_ready_is_a_sandbox_error():
+    sandbox = ServerSandbox(_ScriptedChannel([]), lambda s: None)
+    time.sleep(0.2)
+    with pytest.raises(SandboxError, match="exited"):
+        sandbox.wait_ready(1.0)
