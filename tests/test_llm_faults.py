@@ -39,7 +39,7 @@ def fault_proxy(upstream: str):
                 media_type="application/json",
             )
         if fault == "timeout":
-            await asyncio.sleep(2.0)  # past the client's 1 s timeout
+            await asyncio.sleep(4.0)  # past the client's 3 s timeout
         body = await request.body()
         async with httpx.AsyncClient(timeout=60) as http:
             up = await http.post(
@@ -68,7 +68,7 @@ def _run(base_url: str, tmp_path, name: str):
         "tiny",
         ClientOptions(
             base_url=base_url,
-            timeout_s=1.0,
+            timeout_s=3.0,  # generous: a loaded 2-core machine must not add timeouts
             retry=RetryPolicy(initial_backoff_s=0.01, max_backoff_s=0.05),
         ),
     )
