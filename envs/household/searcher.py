@@ -1,0 +1,205 @@
+"""An observation-grounded expert for Household: it searches, as a learned agent must.
+
+The env's :mod:`~agentgym.envs.household.expert` knows the scene, so its first command already
+goes where the object lies; a policy that sees only the room overview cannot imitate that. The
+searcher's next command is a function of the text history alone (the observations and its own
+commands: :func:`next_command` takes nothing else), so it is a fair source of SFT data and a
+scripted baseline (``--agent search:`` once the entry point is registered).
+
+How it plays (``examine`` and ``put`` tasks; other task types are not handled):
+
+==================  ============================================================================
+find                visit the receptacles in the overview's listing order (``order="listing"``;
+                    skipping those of the destination's type in ``put`` tasks: a goal object
+                    there would already have won), open a closed one on arrival, and take the
+                    first goal object listed as soon as one is seen
+put                 go to the first receptacle of the destination type in listing order, open
+                    it if it is closed, put the object there
+examine             with the object in hand, go to where a lamp of the goal's type was seen
+                    (searching on if none was), and ``use`` it
+nothing left        ``look`` (every receptacle visited without finding what the goal needs)
+==================  ============================================================================
+
+What it knows comes from the game's answers only: the overview line, ``On the R, you see ...``,
+``The R is closed.``, ``You open the R. The R is open. In it, you see ...``, ``You pick up ...``,
+``You put ...``; a command answered ``Nothing happens.`` changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentgym.envs.household.goals import Goal, parse_goal
+from agentgym.envs.household.transcript import OVERVIEW, TASK_LINE, parse_listing
+
+NOTHING = "Nothing happens."
+_LISTING = re.compile(
+    r"(?:On the (?P<a>[a-z]+ \d+), you see|The (?P<b>[a-z]+ \d+) is open\. In it, you see) "
+    r"(?P<items>[^.]*)\."
+)
+_CLOSED = re.compile(r"The (?P<r>[a-z]+ \d+) is closed\.")
+_TAKE = re.compile(r"You pick up the (?P<o>[a-z]+ \d+) from the (?P<r>[a-z]+ \d+)\.")
+_PUT = re.compile(r"You (?:put|move) the (?P<o>[a-z]+ \d+) (?:in/on|to) the (?P<r>[a-z]+ \d+)\.")
+_GOTO = re.compile(r"^go to (?P<r>[a-z]+ \d+)$")
+ORDERS = ("listing",)
+"""Search orders :func:`next_command` accepts."""
+
+
+def type_of(name: str) -> str:
+    """``cabinet 3`` -> ``cabinet``."""
+    return name.rsplit(" ", 1)[0]
+
+
+@dataclass
+class Knowledge:
+    """What the history tells: the room, the goal, and what was seen where."""
+
+    receptacles: list[str]
+    goal: Goal
+    seen: dict[str, list[str]] = field(default_factory=dict)
+    """Objects last seen in each receptacle, in the game's listing order."""
+    closed: set[str] = field(default_factory=set)
+    visited: set[str] = field(default_factory=set)
+    at: str | None = None
+    held: str | None = None
+
+
+def read_intro(observation: str) -> Knowledge:
+    """The room's receptacles and the goal, from the first observation."""
+    lines = [line.strip() for line in observation.splitlines()]
+    overview = next((line for line in lines if line.startswith(OVERVIEW)), None)
+    task = next((line for line in lines if line.startswith(TASK_LINE)), None)
+    if overview is None or task is None:
+        raise ValueError(
+            "the first observation must hold the room overview ('You are in the middle of a "
+            f"room. ...') and the task line ('Your task is to: ...'); got {observation[:120]!r}"
+        )
+    receptacles = parse_listing(overview.removeprefix(OVERVIEW).removesuffix("."))
+    return Knowledge(receptacles, parse_goal(task.removeprefix(TASK_LINE)))
+
+
+def update(k: Knowledge, action: str, answer: str) -> None:
+    """Fold one command and the game's answer into ``k`` (failed commands change nothing)."""
+    if answer.strip() == NOTHING:
+        return
+    if m := _GOTO.match(" ".join(action.lower().split())):
+        k.at = m["r"]
+        k.visited.add(m["r"])
+    if m := _CLOSED.search(answer):
+        k.closed.add(m["r"])
+    for m in _LISTING.finditer(answer):
+        r = m["a"] or m["b"]
+        k.seen[r] = parse_listing(m["items"])
+        k.closed.discard(r)
+    if m := _TAKE.search(answer):
+        k.held = m["o"]
+        k.seen[m["r"]] = [o for o in k.seen.get(m["r"], []) if o != m["o"]]
+    if m := _PUT.search(answer):
+        k.held = None
+        k.seen.setdefault(m["r"], []).append(m["o"])
+
+
+def read_history(observations: Sequence[str], actions: Sequence[str]) -> Knowledge:
+    """Knowledge after ``actions[i]`` was answered by ``observations[i + 1]``."""
+    if len(observations) != len(actions) + 1:
+        raise ValueError(
+            f"need one more observation than actions (the first is the intro); got "
+            f"{len(observations)} observations and {len(actions)} actions"
+        )
+    k = read_intro(observations[0])
+    for action, answer in zip(actions, observations[1:], strict=True):
+        update(k, action, answer)
+    return k
+
+
+def next_command(
+    observations: Sequence[str], actions: Sequence[str], order: str = "listing"
+) -> str:
+    """The searcher's next command, from the text history only (see the module table)."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
+    k = read_history(observations, actions)
+    if k.goal.task_type not in ("pick_and_place_simple", "look_at_obj_in_light"):
+        raise ValueError(f"the searcher plays put and examine tasks only, not {k.goal.task_type!r}")
+    if k.held is not None and type_of(k.held) == k.goal.object:
+        return _deliver(k, k.held)
+    return _find(k, k.goal.object)
+
+
+def _search_list(k: Knowledge) -> list[str]:
+    """Receptacles worth searching, in search order."""
+    skip = k.goal.receptacle if k.goal.task_type == "pick_and_place_simple" else None
+    return [r for r in k.receptacles if type_of(r) != skip]
+
+
+def _where(k: Knowledge, kind: str) -> tuple[str, str] | None:
+    """(receptacle, object) of the first object of type ``kind`` seen, here first."""
+    places = ([k.at] if k.at else []) + _search_list(k)
+    for r in places:
+        for o in k.seen.get(r, []):
+            if type_of(o) == kind:
+                return r, o
+    return None
+
+
+def _explore(k: Knowledge) -> str:
+    """Open what is closed here, else go to the next receptacle not yet visited."""
+    if k.at in k.closed:
+        return f"open {k.at}"
+    for r in _search_list(k):
+        if r not in k.visited:
+            return f"go to {r}"
+    return "look"
+
+
+def _find(k: Knowledge, kind: str) -> str:
+    found = _where(k, kind)
+    if found is None:
+        return _explore(k)
+    r, o = found
+    return f"take {o} from {r}" if k.at == r else f"go to {r}"
+
+
+def _deliver(k: Knowledge, held: str) -> str:
+    if k.goal.task_type == "look_at_obj_in_light":
+        lamp = _where(k, str(k.goal.lamp))
+        if lamp is None:
+            return _explore(k)
+        return f"use {lamp[1]}" if k.at == lamp[0] else f"go to {lamp[0]}"
+    dest = next(r for r in k.receptacles if type_of(r) == k.goal.receptacle)
+    if k.at != dest:
+        return f"go to {dest}"
+    if dest in k.closed:
+        return f"open {dest}"
+    return f"put {held} in/on {dest}"
+
+
+class SearchAgent:
+    """The searcher as an agent: it keeps the text it was shown and its own commands, nothing
+    else (it is never handed the env)."""
+
+    name = "search"
+
+    def __init__(self, order: str = "listing") -> None:
+        if order not in ORDERS:
+            raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
+        self.order = order
+        self.observations: list[str] = []
+        self.actions: list[str] = []
+
+    def reset(self, info: dict[str, Any]) -> None:
+        self.observations, self.actions = [], []
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        self.observations.append(observation)
+        action = next_command(self.observations, self.actions, self.order)
+        self.actions.append(action)
+        return action
+
+
+def search_agent(arg: str, env: Any) -> SearchAgent:
+    """``--agent search:[ORDER]`` (entry point of ``agentgym.agents``); the env is not used."""
+    return SearchAgent(arg or "listing")

@@ -1,0 +1,140 @@
+"""Household's observation-grounded searcher: solves the small-room put/examine tasks, is
+deterministic, and sees only the text (two scenes that answer alike get the same commands)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import agentgym
+import agentgym.envs.household as household
+from agentgym.envs.household.env import HouseholdEnv
+from agentgym.envs.household.searcher import SearchAgent, next_command, search_agent
+from agentgym.rollout import rollout
+from agentgym.task import Task, TaskSuite
+
+ROOM = "cabinet 1*, countertop 1, drawer 1*, shelf 1, sidetable 1"
+SMALL_ROOM = 10
+"""The training demo's room size (benchmarks/train_demo.py --max-receptacles)."""
+TURNS = 16
+"""The searcher's longest episode in those rooms (measured: 16 on train, 12 on the rest)."""
+
+
+def task(instruction: str, contents: str) -> Task:
+    goal = household.parse_goal(instruction)
+    fields = {"task_type": goal.task_type, "object": goal.object}
+    fields |= {"receptacle": goal.receptacle} if goal.receptacle else {"lamp": goal.lamp}
+    config = {"receptacles": ROOM, "contents": contents, **fields}
+    return Task(id="t", env="agentgym/Household-v0", instruction=instruction, config=config)
+
+
+def small_room_tasks() -> list[Task]:
+    """The demo's subset: put and examine tasks of household/train in rooms of <= 10."""
+    env = agentgym.make("Household-v0")
+    out = []
+    for t in TaskSuite.load("household/train"):
+        if t.tags[0] in ("examine", "put"):
+            overview = env.reset(options={"task": t})[0].split("\n")[0]
+            if overview.count(", ") + 1 <= SMALL_ROOM:
+                out.append(t.model_copy(update={"config": {**t.config, "max_turns": TURNS}}))
+    return out
+
+
+def play(t: Task) -> list[str]:
+    ep = rollout(HouseholdEnv(), SearchAgent(), t, seed=0)
+    assert ep.status == "completed", ep.error
+    return [s.action for s in ep.steps] + (["<won>"] if ep.success else [])
+
+
+def test_solves_every_small_room_task_within_the_turn_budget():
+    tasks = small_room_tasks()
+    assert len(tasks) == 200
+    failed = [t.id for t in tasks if play(t)[-1] != "<won>"]
+    assert failed == []
+
+
+def test_solves_unseen_floorplans_within_their_limit():
+    tasks = [t for t in TaskSuite.load("household/valid_unseen") if t.tags[0] in ("examine", "put")]
+    assert len(tasks) > 30
+    assert all(play(t)[-1] == "<won>" for t in tasks)
+
+
+def test_deterministic():
+    tasks = small_room_tasks()[:40]
+    assert [play(t) for t in tasks] == [play(t) for t in tasks]
+
+
+def test_same_observations_same_commands_where_the_expert_differs():
+    """The tomato-like object lies in the last place searched in one scene and the first in the
+    other: the searcher's opening is the same (it cannot know), the full-knowledge expert's not."""
+    near = task("put a book in shelf.", "cabinet 1: book 1; sidetable 1: pen 1")
+    far = task("put a book in shelf.", "cabinet 1: pen 1; sidetable 1: book 1")
+    a, b = play(near), play(far)
+    assert a[:2] == b[:2] == ["go to cabinet 1", "open cabinet 1"]
+    assert a[2] == "take book 1 from cabinet 1" and b[2] != a[2]
+    assert a[-1] == b[-1] == "<won>"
+    experts = []
+    for t in (near, far):
+        env = HouseholdEnv()
+        env.reset(options={"task": t})
+        experts.append(env.expert_action())
+    assert experts[0] != experts[1]
+
+
+def test_skips_the_destination_type_and_remembers_the_lamp():
+    t = task(
+        "examine the book with the desklamp.",
+        "countertop 1: desklamp 1; shelf 1: book 1",
+    )
+    assert play(t) == [
+        "go to cabinet 1",
+        "open cabinet 1",
+        "go to countertop 1",
+        "go to drawer 1",
+        "open drawer 1",
+        "go to shelf 1",
+        "take book 1 from shelf 1",
+        "go to countertop 1",
+        "use desklamp 1",
+        "<won>",
+    ]
+    put = task("put a pen in drawer.", "drawer 1: book 1; sidetable 1: pen 1")
+    assert "go to drawer 1" not in play(put)[:5]
+
+
+def test_agent_is_never_handed_the_env():
+    agent: Any = search_agent("", object())
+    assert not any(hasattr(agent, a) for a in ("env", "scene", "state"))
+    assert agent.order == "listing"
+
+
+def test_failed_commands_change_nothing():
+    intro = (
+        "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
+        "and a shelf 1.\nYour task is to: put a book in shelf."
+    )
+    assert next_command([intro, "Nothing happens."], ["go to cabinet 1"]) == "go to cabinet 1"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: next_command(["hello"], []), "room overview"),
+        (lambda: next_command(["a", "b"], []), "one more observation"),
+        (lambda: SearchAgent("random"), "allowed: listing"),
+        (
+            lambda: next_command(
+                [
+                    "You are in the middle of a room. Looking quickly around you, you see a "
+                    "fridge 1.\nYour task is to: put a hot apple in fridge."
+                ],
+                [],
+            ),
+            "put and examine tasks only",
+        ),
+    ],
+)
+def test_clear_errors(call: Any, message: str):
+    with pytest.raises(ValueError, match=message):
+        call()
