@@ -189,7 +189,7 @@ class NoisyTeacher:
 
     def reset(self, info: dict[str, Any]) -> None:
         self.rng = random.Random(info.get("seed"))
-        self.entities: list[str] = list(info.get("entities", []))
+        self.entities: list[str] = list(info.get("entity_refs", info.get("entities", [])))
         self.mapping: dict[str, str] = {}
         self.pos = 0
         self.pending: tuple[str, int] | None = None

@@ -884,12 +884,29 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="experiment", required=True)
     add_early_experience(sub)
     add_infopo(sub)
+    _kbqa().add_parser(sub)
     args = parser.parse_args(argv)
     args.argv = (argv if argv is not None else sys.argv[1:])[1:]
     if args.experiment == "early-experience":
         early_experience(early_experience_args(args))
     elif args.experiment == "infopo":
         infopo(args)
+    elif args.experiment == "kbqa-r1":
+        results = _kbqa().run(args)
+        if args.results:
+            replace_section(
+                Path(args.results), _kbqa().MARKER, _kbqa().section(args, results, _markdown)
+            )
+
+
+@functools.cache
+def _kbqa() -> Any:
+    """benchmarks/methods_kbqa.py (the KBQA-R1 experiment) as a module, loaded once."""
+    spec = importlib.util.spec_from_file_location("methods_kbqa", DEMO.parent / "methods_kbqa.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

@@ -40,6 +40,13 @@ Data                   MetaQA (Creative Commons): ``data/metaqa/`` and ``tasks/k
 Regenerate             ``python -m agentgym.envs.kbqa.generate --data ../shared/data``
 =====================  =========================================================================
 
+Env option ``handles`` (``agentgym.make("KBQA-v0", handles=True)``, default off): topic entities
+are listed as ``@1 = Name (id)`` and every action may write ``@k`` for the k-th topic entity (ids
+still work); reference actions and the expert use the handles, and ``info["entity_refs"]`` at reset
+lists them (it lists the ids when off). It spares a model trained from scratch the copy of an opaque
+id it never produced in training (the trainer demo measured 0-4% on such copies); KBQA-R1's
+setting is the default.
+
 Config (``Task.config``, :class:`KBQAConfig`): ``question``, ``entities`` (``[{id, name}]``),
 ``kb`` (``metaqa``), ``max_turns``, ``max_shown``. Gold (``Task.gold``, :class:`KBQAGold`):
 ``sexpr`` (GrailQA-style: ``JOIN``, ``R``, ``AND``, ``COUNT``, ``ARGMAX``/``ARGMIN``, ``lt``...

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.envs.kbqa import sexpr
-from agentgym.envs.kbqa.actions import GRAMMAR, Action, ParseError, parse
+from agentgym.envs.kbqa.actions import CANONICAL, GRAMMAR, Action, ParseError, parse
 from agentgym.envs.kbqa.executor import Executor, Outcome, Result
 from agentgym.envs.kbqa.kb import KnowledgeBase, open_kb
 from agentgym.envs.kbqa.prompt import SYSTEM_PROMPT, information
@@ -93,9 +93,12 @@ class KBQAEnv(TextEnv):
         suite: Any = None,
         render_mode: str | None = None,
         kb: KnowledgeBase | None = None,
+        handles: bool = False,
     ) -> None:
         super().__init__(suite, render_mode)
         self._kb = kb
+        self.handles = handles
+        """Topic entities are also addressable as ``@1``, ``@2``... (off: KBQA-R1's setting)."""
         self._reference: list[str] = []
         self._reference_results: list[frozenset[str]] = []
 
@@ -118,23 +121,57 @@ class KBQAEnv(TextEnv):
         self.executor = Executor(self.kb)
         self.state = KBQAState()
         self._plan(task)
-        return self._first_observation(), {"entities": [e.id for e in self.config.entities]}
+        ids = [e.id for e in self.config.entities]
+        refs = [f"@{i}" for i in range(1, len(ids) + 1)] if self.handles else ids
+        return self._first_observation(), {"entities": ids, "entity_refs": refs}
 
     def _plan(self, task: Task) -> None:
         """Compile the gold S-expression and execute it: the expert's plan (not episode state)."""
         gold = KBQAGold.model_validate(task.gold)
         self._gold = gold
         self._reference = sexpr.to_actions(gold.sexpr, self.kb.type_names())
+        if self.handles:
+            self._reference = [self._with_handles(a) for a in self._reference]
         results: list[Result] = []
         for text in self._reference[:-1]:
-            outcome = self.executor.run(_parsed(text), results)
+            action = self._resolve(_parsed(text))
+            if isinstance(action, str):
+                raise ValueError(f"task {task.id}: gold step {text!r}: {action}")
+            outcome = self.executor.run(action, results)
             if outcome.result is None:
                 raise ValueError(f"task {task.id}: gold step {text!r} failed: {outcome.error}")
             results.append(outcome.result)
         self._reference_results = [r.nodes for r in results]
 
+    def _with_handles(self, action: str) -> str:
+        """``action`` with every topic entity id written as its handle."""
+        handles = {e.id: f"@{i}" for i, e in enumerate(self.config.entities, 1)}
+        return re.sub(r"m\.[0-9a-f]{10}", lambda m: handles.get(m.group(0), m.group(0)), action)
+
+    def _resolve(self, action: Action) -> Action | str:
+        """``action`` with topic handles (``@k``) replaced by their ids; an error text for a
+        handle the question lacks. Without handles the action is left to the executor."""
+        if not self.handles:
+            return action
+        ids = [e.id for e in self.config.entities]
+        bad = [
+            h for a in action.args for h in re.findall(r"@\d+", a) if not 0 < int(h[1:]) <= len(ids)
+        ]
+        if bad:
+            return (
+                f"{CANONICAL[action.op]}: unknown topic entity {bad[0]}; this question has "
+                f"{', '.join(f'@{i}' for i in range(1, len(ids) + 1))}"
+            )
+        args = tuple(re.sub(r"@(\d+)", lambda m: ids[int(m.group(1)) - 1], a) for a in action.args)
+        return Action(action.op, args, action.tagged)
+
     def _first_observation(self) -> str:
-        entities = "; ".join(f"{e.name} ({e.id})" for e in self.config.entities)
+        if self.handles:
+            entities = "; ".join(
+                f"@{i} = {e.name} ({e.id})" for i, e in enumerate(self.config.entities, 1)
+            )
+        else:
+            entities = "; ".join(f"{e.name} ({e.id})" for e in self.config.entities)
         return "\n".join(
             [
                 f"Question: {self.config.question}",
@@ -151,7 +188,10 @@ class KBQAEnv(TextEnv):
             self.state.format_ok = False
             return self._advance(f"Error: {parsed.message}\nActions:\n{GRAMMAR}", {"valid": False})
         self.state.format_ok &= parsed.tagged
-        outcome = self.executor.run(parsed, self.state.results)
+        resolved = self._resolve(parsed)
+        if isinstance(resolved, str):
+            return self._advance(f"Error: {resolved}", {"valid": False})
+        outcome = self.executor.run(resolved, self.state.results)
         if outcome.error is not None:
             return self._advance(f"Error: {outcome.error}", {"valid": False})
         if outcome.answer is not None:
