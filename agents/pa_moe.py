@@ -14,11 +14,12 @@ and temperature annealing"; these are documented choices, all :class:`PAMoEConfi
 during training the phase is sampled by Gumbel-max at temperature ``tau`` (annealed
 geometrically from ``tau_start`` to ``tau_end``), the gate decision is sampled from the
 transition probability, and both get REINFORCE with the step advantage minus
-``switch_penalty * 1[e_t != e_{t-1}]`` (:func:`router_loss`). Experts get the policy gradient of
-their own steps (:func:`expert_loss`).
+``switch_penalty * 1[e_t != e_{t-1}]`` (``router_loss``). Experts get the policy gradient of
+their own steps (``expert_loss``). Both, and the trainer hook below, live in
+:mod:`agentgym.agents.pa_moe_train`.
 
 Training through ``agentgym train`` (``model.policy: pa_moe``, options = :class:`PAMoEConfig`;
-:func:`trainer_policy`): at rollout every step of every episode is routed first (Gumbel sample at
+:func:`~agentgym.agents.pa_moe_train.trainer_policy`): at rollout every step of every episode is routed first (Gumbel sample at
 the step's annealed temperature, gate sampled), the episodes routed to one expert generate
 together under its adapter, and each turn keeps its :class:`Route`. The update computes every
 action's logprobs under the adapter that sampled it (:class:`RoutedLM`: one forward per expert
@@ -38,15 +39,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
-
-from agentgym.train.policy import load_model, logprobs_from_logits, register_policy
 
 ROUTER_FILE, CONFIG_FILE = "router.pt", "pa_moe.json"
 
@@ -181,7 +178,7 @@ class PAMoEPolicy:
         trainable: bool = True,
     ) -> None:
         self.cfg, self.tokenizer, self.trainable = cfg, tokenizer, trainable
-        self.model = model if hasattr(model, "peft_config") else _with_experts(model, cfg)
+        self.model = model if hasattr(model, "peft_config") else with_experts(model, cfg)
         self.device = next(self.model.parameters()).device
         self.router = router or PhaseRouter(self.model.config.hidden_size, cfg).to(self.device)
         self.names = [f"expert_{k}" for k in range(cfg.num_experts)]
@@ -308,13 +305,13 @@ class PAMoEPolicy:
         cfg = PAMoEConfig.model_validate(meta["config"])
         loader: Any = AutoModelForCausalLM
         base = loader.from_pretrained(meta["base"], dtype=torch.float32).to(device)
-        model = _load_experts(base, src, cfg, trainable=False)
+        model = load_experts(base, src, cfg, trainable=False)
         router = PhaseRouter(base.config.hidden_size, cfg).to(device)
         router.load_state_dict(torch.load(src / ROUTER_FILE, weights_only=True))
         return cls(model, AutoTokenizer.from_pretrained(src), cfg, router, trainable=False)
 
 
-def _load_experts(base: Any, src: Path, cfg: PAMoEConfig, trainable: bool) -> Any:
+def load_experts(base: Any, src: Path, cfg: PAMoEConfig, trainable: bool) -> Any:
     """The K adapters saved under ``src/expert_k`` on ``base``."""
     from peft import PeftModel
 
@@ -330,7 +327,7 @@ def _load_experts(base: Any, src: Path, cfg: PAMoEConfig, trainable: bool) -> An
     return model
 
 
-def _with_experts(model: Any, cfg: PAMoEConfig) -> Any:
+def with_experts(model: Any, cfg: PAMoEConfig) -> Any:
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError as e:
@@ -356,35 +353,7 @@ def _gumbel_argmax(
     return int((logits.cpu() / tau - torch.log(-torch.log(u))).argmax())
 
 
-# ============================================================================ losses
-def router_loss(
-    router: PhaseRouter,
-    routes: Sequence[Route],
-    advantages: Sequence[float],
-    cfg: PAMoEConfig,
-    tau: float,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """REINFORCE on the phase sample and the gate decision, with the switching penalty.
-
-    Each step's return signal is ``A_t - switch_penalty * 1[e_t != e_{t-1}]``; the phase term is
-    ``-signal * log softmax(logits / tau)[proposed]``, the gate term (only where the proposal
-    differed from the previous expert, i.e. where the gate decided anything) is
-    ``-signal * log P(gate decision)``; plus the load-balance loss of the batch.
-    """
-    if len(routes) != len(advantages):
-        raise ValueError(f"{len(routes)} routes but {len(advantages)} advantages")
-    if not routes:
-        return torch.zeros(()), {}
-    logp, probs = route_logprobs(router, routes, tau)
-    signal = torch.tensor(
-        [a - cfg.switch_penalty * r.switched for a, r in zip(advantages, routes, strict=True)],
-        device=logp.device,
-    )
-    pg = -(signal * logp).mean()
-    lb = load_balance_loss(probs, cfg.lb_coef)
-    return pg + lb, {"router_pg": pg.item(), "load_balance": lb.item()}
-
-
+# ============================================================================ route replay
 def route_logprobs(
     router: PhaseRouter, routes: Sequence[Route], tau: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -403,193 +372,6 @@ def route_logprobs(
     opened = torch.tensor([r.gate_open for r in routes], dtype=torch.float, device=lg.device)
     gate_logp = opened * torch.log(tr.clamp(1e-6)) + (1 - opened) * torch.log((1 - tr).clamp(1e-6))
     return logp + gate_logp * decided, torch.softmax(lg, -1)
-
-
-def expert_loss(
-    policy: PAMoEPolicy,
-    steps: Sequence[tuple[list[int], int, int, float]],
-) -> torch.Tensor:
-    """Policy gradient of each step under its own expert: ``-A * mean log p(action tokens)``.
-
-    ``steps`` holds (ids up to and including the action, action start, expert, advantage).
-    Steps are grouped by expert so each adapter runs once per group.
-    """
-    total = torch.zeros(())
-    for expert in sorted({s[2] for s in steps}):
-        policy.use(expert)
-        for ids, start, _, adv in (s for s in steps if s[2] == expert):
-            x = torch.tensor([ids])
-            logp = logprobs_from_logits(policy.model(input_ids=x, use_cache=False).logits, x)[0]
-            total = total - adv * logp[0, start:].mean() / len(steps)
-    return total
-
-
-# ============================================================================ trainer hook
-class RoutedLM(nn.Module):
-    """The experts' peft model for the trainer: every attribute is the peft model's, and
-    :meth:`forward_batch` computes each action's logits under the adapter that sampled it."""
-
-    def __init__(self, policy: PAMoEPolicy) -> None:
-        super().__init__()
-        self.lm = policy.model
-        self._policy = [policy]  # a list: not registered as a submodule
-        self._experts: list[np.ndarray] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name == "lm":
-                raise
-            return getattr(self.lm, name)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """The active adapter's forward (generation, plain calls)."""
-        return self.lm(*args, **kwargs)
-
-    def disable_adapter(self) -> Any:
-        """The base model (the KL reference), all experts trainable again after."""
-        return self._policy[0].adapters_off()
-
-    def bind(self, token_experts: list[np.ndarray]) -> None:
-        """Per episode of the update, the expert of every token (-1 off the actions)."""
-        self._experts = token_experts
-
-    def forward_batch(self, mb: Any, hidden: bool = False) -> Any:
-        """Logits of ``mb``'s rows: the position predicting an action token under its expert.
-
-        A row runs once per expert among its loss tokens (positions match the episode's, since
-        both layouts start rows at the episode's first token); other positions take the row's
-        first expert.
-        """
-        if hidden:
-            raise ValueError("PA-MoE's routed forward gives logits only (no value head)")
-        pred = self._predicting_experts(mb)
-        logits: torch.Tensor | None = None
-        for expert in sorted(set(pred.flatten().tolist())):
-            rows = (pred == expert).any(1).nonzero().squeeze(1)
-            self._policy[0].use(expert)
-            out = self.lm(
-                input_ids=mb.input_ids[rows],
-                attention_mask=mb.attention_mask[rows],
-                use_cache=False,
-            ).logits
-            if logits is None:
-                logits = out.new_zeros((*mb.input_ids.shape, out.shape[-1]))
-            take = (pred[rows] == expert).unsqueeze(-1)
-            logits = logits.index_put((rows,), torch.where(take, out, logits[rows]))
-        return SimpleNamespace(logits=logits, hidden_states=None)
-
-    def _predicting_experts(self, mb: Any) -> torch.Tensor:
-        """``[B, L]``: the expert whose logits each position needs (that of the next token)."""
-        if self._experts is None:
-            raise RuntimeError("RoutedLM.forward_batch needs bind() with the update's episodes")
-        b, width = mb.input_ids.shape
-        token = torch.full((b, width), -1, dtype=torch.long)
-        for r, i in enumerate(mb.episode_index.tolist()):
-            known = torch.as_tensor(self._experts[i][:width], dtype=torch.long)
-            token[r, : len(known)] = known
-        token = torch.where(mb.loss_mask.cpu() > 0, token, -1)
-        pred = torch.full_like(token, -1)
-        pred[:, :-1] = token[:, 1:]
-        routed = pred >= 0
-        first = pred.masked_fill(~routed, self._policy[0].cfg.num_experts).min(1).values
-        first = torch.where(routed.any(1), first, 0)
-        return torch.where(routed, pred, first[:, None]).to(mb.input_ids.device)
-
-
-class _Routing:
-    """The rollout side (:class:`agentgym.train.rollout.StepRouter`) of a PA-MoE policy."""
-
-    def __init__(self, policy: PAMoEPolicy, tau: float | None, seed: int) -> None:
-        self.policy, self.tau = policy, tau
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def start(self, goal: str) -> RouterState:
-        return self.policy.start(goal)
-
-    def route(self, states: Sequence[RouterState], observations: Sequence[str]) -> list[Route]:
-        return self.policy.route_many(states, observations, self.tau, self.generator)
-
-    def use(self, expert: int) -> None:
-        self.policy.use(expert)
-
-
-class PAMoETraining:
-    """PA-MoE as the trainer's routed policy (:class:`agentgym.train.policy.RoutedPolicy`)."""
-
-    def __init__(self, policy: PAMoEPolicy) -> None:
-        self.policy, self.cfg = policy, policy.cfg
-        self.model = RoutedLM(policy)
-        self.routes: list[Route] = []
-        self.step_advantages: list[float] = []
-        self.tau = temperature(policy.cfg, 0)
-
-    def modules(self) -> dict[str, nn.Module]:
-        return {"pa_moe_router": self.policy.router}
-
-    def router(self, step: int, explore: bool, seed: int) -> _Routing:
-        """Sampled routes at the step's annealed temperature when exploring, else greedy."""
-        if explore:
-            self.tau = temperature(self.cfg, step)
-        return _Routing(self.policy, self.tau if explore else None, seed)
-
-    def bind(self, episodes: Sequence[Any], advantages: Sequence[np.ndarray]) -> dict[str, float]:
-        """Token experts for the routed forward, routes and step advantages for the router."""
-        maps, self.routes, self.step_advantages = [], [], []
-        for k, ep in enumerate(episodes):
-            experts = np.full(len(ep.ids), -1)
-            for t in ep.turns:
-                if t.expert is None:
-                    raise ValueError("a PA-MoE update needs episodes rolled out with its router")
-                experts[t.action_start : t.action_end] = t.expert
-                span = advantages[k][t.action_start : t.action_end] if advantages else None
-                self.routes.append(t.route)
-                self.step_advantages.append(
-                    float(np.mean(span)) if span is not None and len(span) else 0.0
-                )
-            maps.append(experts)
-        self.model.bind(maps)
-        return routing_metrics(episodes, self.cfg.num_experts) | {"router_tau": self.tau}
-
-    def loss(self) -> tuple[torch.Tensor, dict[str, float]]:
-        return router_loss(
-            self.policy.router, self.routes, self.step_advantages, self.cfg, self.tau
-        )
-
-    def save(self, directory: Path) -> None:
-        self.policy.save_router(Path(directory))
-
-
-def routing_metrics(episodes: Sequence[Any], num_experts: int) -> dict[str, float]:
-    """Switches per episode and each expert's share of the steps."""
-    turns = [t for ep in episodes for t in ep.turns if t.expert is not None]
-    switches = [sum(bool(t.route.switched) for t in ep.turns) for ep in episodes]
-    out = {"switches": float(np.mean(switches)) if switches else 0.0}
-    for k in range(num_experts):
-        share = sum(t.expert == k for t in turns) / len(turns) if turns else 0.0
-        out[f"expert_share_{k}"] = float(share)
-    return out
-
-
-def trainer_policy(
-    path: str,
-    device: str,
-    options: dict[str, Any],
-    tokenizer: Any,
-    resume_from: Path | None = None,
-) -> PAMoETraining:
-    """``model.policy: pa_moe``: K fresh LoRA experts on ``path`` (or resumed ones) + a router."""
-    cfg = PAMoEConfig.model_validate(options)
-    base = load_model(path, device)
-    if resume_from is not None:  # the router's weights come back with the trainer's state
-        model = _load_experts(base, Path(resume_from), cfg, trainable=True)
-    else:
-        model = _with_experts(base, cfg)
-    return PAMoETraining(PAMoEPolicy(model, tokenizer, cfg))
-
-
-register_policy("pa_moe", trainer_policy)
 
 
 # ============================================================================ agent
@@ -653,16 +435,10 @@ __all__ = [
     "PAMoEAgent",
     "PAMoEConfig",
     "PAMoEPolicy",
-    "PAMoETraining",
     "PhaseRouter",
-    "RoutedLM",
-    "expert_loss",
     "load_balance_loss",
     "pa_moe_agent",
     "route_logprobs",
-    "router_loss",
-    "routing_metrics",
     "switch_gate",
     "temperature",
-    "trainer_policy",
 ]

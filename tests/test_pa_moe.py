@@ -7,6 +7,7 @@ import torch
 
 import agentgym
 from agentgym.agents import pa_moe as pm
+from agentgym.agents import pa_moe_train as pmt
 from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
 from agentgym.train.policy import load_model, load_tokenizer
@@ -96,7 +97,7 @@ def test_router_loss_trains_every_router_part_and_penalises_switches(policy):
     routes = [policy.route(state, t, sample_tau=1.0) for t in ["x", "y", "z", "w"]]
     for r in routes[1:]:
         r.switched, r.prev = True, (r.proposed + 1) % 3
-    loss, parts = pm.router_loss(policy.router, routes, [0.0] * 4, CFG, tau=1.0)
+    loss, parts = pmt.router_loss(policy.router, routes, [0.0] * 4, CFG, tau=1.0)
     loss.backward()
     for name, p in policy.router.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
@@ -110,17 +111,17 @@ def test_router_loss_trains_every_router_part_and_penalises_switches(policy):
         before = policy.router.decide(r.observations, r.goal)[0].softmax(-1)[r.proposed].item()
         for _ in range(3):
             opt.zero_grad()
-            pm.router_loss(policy.router, [r], [adv], cfg, tau=1.0)[0].backward()
+            pmt.router_loss(policy.router, [r], [adv], cfg, tau=1.0)[0].backward()
             opt.step()
         after = policy.router.decide(r.observations, r.goal)[0].softmax(-1)[r.proposed].item()
         assert (after < before) == falls
     with pytest.raises(ValueError, match="advantages"):
-        pm.router_loss(policy.router, routes, [0.0], CFG, tau=1.0)
+        pmt.router_loss(policy.router, routes, [0.0], CFG, tau=1.0)
 
 
 def test_expert_loss_moves_only_the_experts_that_acted(policy):
     ids = policy.tokenizer("go to fridge 1", add_special_tokens=False)["input_ids"]
-    loss = pm.expert_loss(policy, [(ids, 2, 1, 1.0), (ids, 3, 1, -0.5)])
+    loss = pmt.expert_loss(policy, [(ids, 2, 1, 1.0), (ids, 3, 1, -0.5)])
     loss.backward()
     grads = {
         k: sum(

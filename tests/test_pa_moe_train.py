@@ -12,7 +12,8 @@ import torch
 pytest.importorskip("peft")
 
 import agentgym  # noqa: E402
-from agentgym.agents import pa_moe as pm  # noqa: E402  (registers model.policy: pa_moe)
+from agentgym.agents import pa_moe as pm  # noqa: E402
+from agentgym.agents import pa_moe_train as pmt  # noqa: E402  (registers model.policy: pa_moe)
 from agentgym.llm.engine import LocalEngine  # noqa: E402
 from agentgym.rollout import rollout  # noqa: E402
 from agentgym.task import TaskSuite, write_tasks  # noqa: E402
@@ -63,7 +64,7 @@ def routed(tiny_model):
     torch.set_num_threads(1)  # as the trainer runs (cfg.threads); small ops crawl on a busy box
     torch.manual_seed(0)
     tok = load_tokenizer(tiny_model)
-    hook = pm.trainer_policy(tiny_model, "cpu", OPTIONS, tok)
+    hook = pmt.trainer_policy(tiny_model, "cpu", OPTIONS, tok)
     with torch.no_grad():
         for n, p in hook.model.named_parameters():
             if "lora_B" in n:
@@ -90,7 +91,7 @@ def test_every_turn_records_its_expert_and_route(routed):
     assert all(t.expert == t.route.expert and t.route.tau == 1.0 for t in turns)
     assert len({t.expert for t in turns}) == 3, "sampled routes should use every expert"
     assert any(t.route.switched for t in turns)
-    metrics = pm.routing_metrics(episodes, 3)
+    metrics = pmt.routing_metrics(episodes, 3)
     assert sum(metrics[f"expert_share_{k}"] for k in range(3)) == pytest.approx(1.0)
     per_episode = [sum(t.route.switched for t in ep.turns) for ep in episodes]
     assert metrics["switches"] == pytest.approx(sum(per_episode) / len(episodes))
@@ -129,7 +130,7 @@ def test_switch_penalty_and_load_balance_change_the_loss_as_stated(routed):
     tau = 0.7
 
     def loss(c):
-        return float(pm.router_loss(hook.policy.router, routes, advantages, c, tau)[0])
+        return float(pmt.router_loss(hook.policy.router, routes, advantages, c, tau)[0])
 
     with torch.no_grad():
         logp, probs = pm.route_logprobs(hook.policy.router, routes, tau)
@@ -145,7 +146,7 @@ def test_switch_penalty_and_load_balance_change_the_loss_as_stated(routed):
         assert torch.allclose(probs, recorded, atol=1e-6)
         lb = 0.01 * ((recorded.mean(0) - 1 / 3) ** 2).mean()
         with_lb = plain.model_copy(update={"lb_coef": 0.01})
-        total, parts = pm.router_loss(hook.policy.router, routes, advantages, with_lb, tau)
+        total, parts = pmt.router_loss(hook.policy.router, routes, advantages, with_lb, tau)
         assert parts["load_balance"] == pytest.approx(float(lb), rel=1e-5) and float(lb) > 0
         assert float(total) == pytest.approx(loss(plain) + float(lb), abs=1e-6)
     # the trainer hook feeds each route the mean advantage over its step's action tokens
@@ -290,7 +291,7 @@ def test_config_errors_and_the_method_config(tmp_path):
     with pytest.raises(KeyError, match="unknown model.policy 'moe'"):
         Trainer(_cfg("m", tmp_path, **{"model.policy": "moe"}))
     with pytest.raises(ValueError, match="num_expert"):
-        pm.trainer_policy("m", "cpu", {"num_expert": 2}, None)
+        pmt.trainer_policy("m", "cpu", {"num_expert": 2}, None)
     path = Path(__file__).parents[1] / "configs" / "methods" / "pa_moe_household.yaml"
     cfg = load_config(path)
     opts = pm.PAMoEConfig.model_validate(cfg.model.policy_options)
