@@ -16,6 +16,7 @@ import numpy as np
 
 from agentgym.train.config import AlgoConfig
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.plugins import NamedRegistry
 
 
 @dataclass
@@ -30,28 +31,25 @@ class CreditContext:
 
 
 CreditFn = Callable[[Sequence[TokenEpisode], CreditContext], list[np.ndarray]]
-_REGISTRY: dict[str, CreditFn] = {}
+
+
+def _builtins() -> None:
+    import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
+    import agentgym.train.grpo  # noqa: F401
+    import agentgym.train.reinforce_pp  # noqa: F401
+
+
+_CREDITS: NamedRegistry[CreditFn] = NamedRegistry("credit function", "agentgym.credits", _builtins)
 
 
 def register_credit(name: str, fn: CreditFn) -> CreditFn:
     """Make ``fn`` available as ``algo.credit: name``."""
-    _REGISTRY[name] = fn
-    return fn
+    return _CREDITS.register(name, fn)
 
 
 def get_credit(name: str) -> CreditFn:
-    if name not in _REGISTRY:
-        import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
-        import agentgym.train.grpo  # noqa: F401
-        import agentgym.train.reinforce_pp  # noqa: F401
-    if name not in _REGISTRY:  # methods outside the trainer (InfoPO) come as entry points
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group="agentgym.credits", name=name):
-            register_credit(name, ep.load())
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown credit function {name!r}; registered: {sorted(_REGISTRY)}")
-    return _REGISTRY[name]
+    """A built-in credit function, or one from the ``agentgym.credits`` entry points (InfoPO)."""
+    return _CREDITS.get(name)
 
 
 def episode_arrays(episodes: Sequence[TokenEpisode]) -> tuple[np.ndarray, list[str], np.ndarray]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from agentgym.train.batch import Batch
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.plugins import NamedRegistry
 
 
 class LoraConfig(BaseModel):
@@ -160,22 +161,14 @@ class RoutedPolicy(Protocol):
 
 PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], RoutedPolicy]
 """``(model path, device, options, tokenizer, checkpoint to resume or None) -> RoutedPolicy``."""
-_POLICIES: dict[str, PolicyFactory] = {}
+_POLICIES: NamedRegistry[PolicyFactory] = NamedRegistry("model.policy", "agentgym.policies")
 
 
 def register_policy(name: str, factory: PolicyFactory) -> PolicyFactory:
     """Make ``factory`` available as ``model.policy: name``."""
-    _POLICIES[name] = factory
-    return factory
+    return _POLICIES.register(name, factory)
 
 
 def get_policy(name: str) -> PolicyFactory:
     """The factory registered as ``name``, or found in the ``agentgym.policies`` entry points."""
-    if name not in _POLICIES:
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group="agentgym.policies", name=name):
-            register_policy(name, ep.load())
-    if name not in _POLICIES:
-        raise KeyError(f"unknown model.policy {name!r}; registered: {sorted(_POLICIES)}")
-    return _POLICIES[name]
+    return _POLICIES.get(name)
