@@ -28,7 +28,8 @@ and ``mix`` variants decay their importance-weighted sums by the same 0.9.
 The defaults are METHODS.md's. Options that differ from it, for ablations only:
 ``arm_text=strategy`` (embed the instruction alone: with the persona in the text, as METHODS.md
 has it, the 13 arm embeddings are nearly collinear - mean cosine 0.98 with MiniLM - so the
-surrogate can hardly tell arms apart), ``reward=delta`` (fit the change of the judge's score
+surrogate can hardly tell arms apart), ``arm_centre=true`` (subtract the mean arm embedding and
+re-normalise: keeps the persona in the text but removes the part all arms share), ``reward=delta`` (fit the change of the judge's score
 instead of its level), and ``epochs`` below 100 (faster: the retraining is most of ALSO's
 ~200-300 ms a turn on one CPU thread; run ``torch.set_num_threads(1)`` on a shared machine, the
 tiny nets train slower when threads contend).
@@ -138,6 +139,11 @@ class AlsoConfig(BaseModel):
     """What each arm's embedding is of: ``persona`` (METHODS.md: the persona + strategy text) or
     ``strategy`` (our option: the strategy instruction alone, ``none`` for arm 0; the persona
     text dominates the embedding, so with ``persona`` arms are nearly collinear)."""
+    arm_centre: bool = False
+    """Centre the arm embeddings across arms (subtract their mean, then L2-normalise each row):
+    a standard whitening step for any embedder (METHODS.md: the embedder is configurable). It
+    removes what every arm text shares - the persona - so the surrogate sees what differs; off
+    by default (METHODS.md embeds the texts as they are)."""
     reward: Literal["level", "delta"] = "level"
     """What the surrogate learns: ``level`` (METHODS.md: the judge's score r_t of the history so
     far) or ``delta`` (our option: r_t - r_(t-1), the change the turn made; the failed-judge skip
@@ -450,7 +456,10 @@ class AlsoAgent:
                 for _, s in self.strategies
             ]
         seed = self.config.seed * 1_000_003 + int(info.get("seed") or 0)
-        self.bandit = AlsoBandit(self.embedder.embed(texts), self.config, seed=seed)
+        arms = self.embedder.embed(texts)
+        if self.config.arm_centre:
+            arms = centred(arms)
+        self.bandit = AlsoBandit(arms, self.config, seed=seed)
         self.own_history: list[str] = []
         self.trace: list[dict[str, Any]] = []
         self.base.reset(info)
@@ -467,9 +476,22 @@ class AlsoAgent:
         action = self.base.act(prompt, info)
         self.own_history.append(action.text if isinstance(action, Action) else str(action))
         self.trace.append(
-            {"arm": arm, "strategy": self.strategies[arm][0], "p": float(p[arm]), "reward": None}
+            {
+                "arm": arm,
+                "strategy": self.strategies[arm][0],
+                "p": float(p[arm]),
+                "probs": p.tolist(),
+                "reward": None,
+            }
         )
         return action
+
+
+def centred(arms: np.ndarray) -> np.ndarray:
+    """Arm embeddings minus their mean, each row L2-normalised (rows equal to the mean stay 0)."""
+    diff = arms - arms.mean(axis=0, keepdims=True)
+    norms = np.linalg.norm(diff, axis=1, keepdims=True)
+    return (diff / np.where(norms > 1e-8, norms, 1.0)).astype(np.float32)
 
 
 def _reward(info: dict[str, Any]) -> float | None:

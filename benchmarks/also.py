@@ -1,37 +1,43 @@
-"""ALSO on the offline social setup: mean reward against fixed arms and other bandits.
+"""ALSO on the offline social setup: mean reward against arm 0, fixed arms, EXP3 and UCB1.
 
-    python benchmarks/also.py [--seeds 3] [--episodes 12] [--switch 10] [--embedder auto]
-                              [--partner switcher] [--eta 5] [--epochs 100] [--extra]
+    python benchmarks/also.py [--seeds 3] [--episodes 20] [--switch 10] [--embedder auto]
+                              [--partner switcher] [--eta 5] [--epochs 100] [--threads 1]
+                              [--all-tasks] [--extra]
 
 Setup (METHODS.md's CPU check): ``agentgym/Social-v0`` on ``social/negotiation`` tasks (both
-seats, deal-or-no-deal and craigslist), the rule-based judge, the scripted partner (default: the
-non-stationary ``switcher``: cooperative until turn ``--switch``, rewarding cooperative talk and
-punishing firmness; exploitative from then on, punishing softness and yielding to credible
-firmness; it reacts to the agent's recent history), and as the base agent the strategy follower
+seats, deal-or-no-deal and craigslist; by default only *contested* ones: every item division and
+the bargains whose buyer target is below the seller's - in the other half of the craigslist
+tasks the first offer already satisfies both sides and no strategy matters; ``--all-tasks``
+keeps them), the rule-based judge, episodes of up to 20 turns (about 10 agent turns), the
+scripted partner (default: the non-stationary ``switcher``: cooperative until turn
+``--switch`` - cooperative talk makes it concede, firmness makes it harden - then exploitative:
+cooperative talk and concessions make it harden, credible firmness makes it concede; it reacts
+to the agent's recent history), and as the base agent the strategy follower
 (``scripted:follower``), whose concessions, offers and talk follow the words of the strategy
-instruction in its prompt. Every method plays the same episodes (same tasks, same seeds). Rows:
+instruction in its prompt (no instruction: a plain negotiator that proposes every turn and
+concedes a little). Every method plays the same episodes (same tasks, same seeds). Rows:
 
 - ``arm 0``: the persona unchanged every turn (the baseline of the ratios and differences);
 - ``best fixed arm``: the arm with the highest mean reward in hindsight, among all 13 fixed arms;
 - ``best schedule``: reference only, not a method - the best pair (arm before the switch, arm
-  after it) in hindsight, both taken among the best fixed arms of each phase (what an agent that
-  knew the switch could get);
-- ``ALSO``: surrogate + EXPO selection (the paper's, METHODS.md's settings: eta 5, decay 0.9,
-  100 epochs); ``ALSO exp3``: its importance-weighted variant; ``EXP3``: textbook EXP3 (gamma
-  0.1); ``UCB1``: textbook UCB1 - all restart each episode, as ALSO does. ``--extra`` adds the
-  z-scored mix variant, eta 10 (the top of METHODS.md's range) and two documented deviations
-  (marked *): arms embedded from the strategy text alone, and the surrogate fitted to the change
-  of the judge's score (see :data:`EXTRA` and ``AlsoConfig``).
+  after it) in hindsight over all 13 x 13 pairs (what an agent told the switch turn could get);
+- ``ALSO``: surrogate + EXPO selection with METHODS.md's settings (eta 5, decay 0.9, 100
+  epochs, persona + strategy arm texts, level reward); ``ALSO, centred arms``: the same with
+  the documented ``arm_centre`` option (mean arm embedding subtracted); ``ALSO exp3 variant``:
+  its importance-weighted option; ``EXP3``: textbook EXP3 (gamma 0.1); ``UCB1``: textbook UCB1
+  - all bandits restart each episode, as ALSO does. ``--extra`` adds the rows of :data:`EXTRA`
+  (* marks deviations from METHODS.md, see ``AlsoConfig``).
 
 Columns: mean per-turn reward r_t (ALSO's objective: the normalised 7-dimension score after each
 of the agent's turns; averaged per episode, then over episodes) with a 95% interval over
-episodes, its paired difference to arm 0 with a 95% interval, mean final score, agreement rate,
-share of the agent's turns spent on *firm* arms (those whose instruction makes the follower use
-pressure, credibility or argument talk - the ones the switcher rewards after the switch) before
-and after the switch, and *recovery*: agent turns after the switch until r_t is back at its level
-just before the switch (episodes without turns on both sides of the switch are left out; those
-that never recover count the turns they had left + 1). Figures are noisy: the machine is shared.
-On 2 shared cores the default run takes about 3 minutes, ``--extra`` about 8.
+episodes; its paired difference to arm 0 with a 95% interval; mean final score; agreement rate;
+agent turns per episode; *firm p*: the probability the method put on *firm* arms (those whose
+instruction makes the follower use pressure, credibility or argument talk - the ones the
+switcher rewards after the switch, 4 of 13 arms) before the switch and on the 1st..5th agent turn
+after it (re-ranking shows as this rising); *recovery*: agent turns after the switch until r_t
+is back at its level just before the switch (episodes without turns on both sides of the switch
+are left out; those that never recover count the turns they had left + 1). Figures are noisy:
+the machine is shared. On 2 shared cores the default run takes about 10 minutes.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import argparse
 import itertools
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qsl
 
 import numpy as np
@@ -53,18 +60,25 @@ from agentgym.envs.social.scripted import scripted_agent, stance_for
 from agentgym.task import Task, TaskSuite
 
 FIRM_TALK = {"pressure", "credibility", "argument"}
-FIRM_ARMS = {
+FIRM_ARMS = sorted(
     k for k, (_, text) in enumerate(STRATEGY_SETS[13]) if stance_for(text).talk in FIRM_TALK
-}
+)
 """Arms whose instruction makes the follower firm (BATNA, self-presentation, rational, controversy)."""
-
-
+AFTER = 5
+"""Agent turns after the switch shown in the *firm p* column."""
+BANDITS = {
+    "expo": "ALSO (METHODS.md settings)",
+    "expo@arm_centre=true": "ALSO, centred arm embeddings",
+    "exp3": "ALSO exp3 variant",
+    "exp3-auer": "EXP3",
+    "ucb1": "UCB1",
+}
 EXTRA = {
     "mix": "ALSO mix variant",
     "expo@eta=10": "ALSO eta=10",
+    "expo@arm_centre=true&eta=10": "ALSO, centred arms, eta=10",
     "expo@arm_text=strategy": "ALSO, arms = strategy text only *",
-    "expo@arm_text=strategy&eta=10": "ALSO, strategy text, eta=10 *",
-    "expo@arm_text=strategy&reward=delta": "ALSO, strategy text, delta reward *",
+    "expo@arm_centre=true&reward=delta": "ALSO, centred arms, delta reward *",
 }
 """``--extra`` rows: ALSO's options; * marks deviations from METHODS.md (see agents/also.py)."""
 
@@ -77,35 +91,36 @@ class Result:
     """Mean r_t of each episode."""
     finals: list[float] = field(default_factory=list)
     agreements: list[bool] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
     recoveries: list[int] = field(default_factory=list)
-    firm_before: list[bool] = field(default_factory=list)
-    firm_after: list[bool] = field(default_factory=list)
+    firm_before: list[float] = field(default_factory=list)
+    firm_after: list[list[float]] = field(default_factory=lambda: [[] for _ in range(AFTER)])
     seconds: float = 0.0
-    turns: int = 0
 
 
 @dataclass
 class Episode:
     rewards: list[float]
     turns: list[int]
-    arms: list[int]
+    firm: list[float]
+    """Probability on firm arms at each agent turn."""
     final: float
     agreed: bool
 
 
 class Schedule:
-    """A fixed arm before the switch and another after it (the hindsight reference)."""
+    """A fixed arm before the switch and another after it (fixed arms: both the same)."""
 
-    def __init__(self, base, before: int, after: int, switch: int) -> None:
+    def __init__(self, base: Any, before: int, after: int, switch: int) -> None:
         self.base, self.arms, self.switch = base, (before, after), switch
         self.trace: list[dict] = []
 
     def reset(self, info: dict) -> None:
         self.base.reset(info)
 
-    def act(self, observation: str, info: dict):
+    def act(self, observation: str, info: dict) -> Any:
         arm = self.arms[info["turn"] >= self.switch]
-        self.trace.append({"arm": arm})
+        self.trace.append({"probs": np.eye(13)[arm].tolist()})
         text = STRATEGY_SETS[13][arm][1]
         return self.base.act(f"Strategy: {text}\n{observation}" if text else observation, info)
 
@@ -130,8 +145,8 @@ def episode(env, agent, task: Task, seed: int) -> Episode:
         obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
         done = terminated or truncated
         rewards.append(info["evaluation"]["normalized"])
-    arms = [step["arm"] for step in agent.trace]
-    return Episode(rewards, turns, arms, reward, bool(info.get("agreement")))
+    firm = [float(np.sum(np.array(step["probs"])[FIRM_ARMS])) for step in agent.trace]
+    return Episode(rewards, turns, firm, reward, bool(info.get("agreement")))
 
 
 def recovery(rewards: list[float], turns: list[int], switch: int) -> int | None:
@@ -165,11 +180,13 @@ def tally(res: Result, ep: Episode, switch: int) -> None:
     res.means.append(float(np.mean(ep.rewards)))
     res.finals.append(ep.final)
     res.agreements.append(ep.agreed)
+    res.lengths.append(len(ep.rewards))
     if (rec := recovery(ep.rewards, ep.turns, switch)) is not None:
         res.recoveries.append(rec)
-    for arm, turn in zip(ep.arms, ep.turns, strict=True):
-        (res.firm_before if turn < switch else res.firm_after).append(arm in FIRM_ARMS)
-    res.turns += len(ep.rewards)
+    after = [f for f, t in zip(ep.firm, ep.turns, strict=True) if t >= switch]
+    res.firm_before += [f for f, t in zip(ep.firm, ep.turns, strict=True) if t < switch]
+    for i, f in enumerate(after[:AFTER]):
+        res.firm_after[i].append(f)
 
 
 def partner_spec(args) -> str:
@@ -185,86 +202,101 @@ def interval(values: np.ndarray) -> str:
 
 
 def table(results: dict[str, Result], labels: dict[str, str], order: list[str]) -> Table:
-    base = np.array(results["fixed:0"].means)
-    t = Table(title="ALSO vs fixed arms and bandits (offline social setup)")
-    columns = ["method", "mean r_t (95% CI)", "vs arm 0", "Δ vs arm 0 (95% CI)", "final score",
-               "agreements", "firm arms before/after", "recovery (turns)", "ms/turn"]  # fmt: skip
+    base = np.array(results["schedule:0:0"].means)
+    t = Table(title="ALSO vs arm 0, fixed arms and bandits (offline social setup)")
+    columns = ["method", "mean r_t (95% CI)", "vs arm 0", "Δ vs arm 0 (95% CI)", "final",
+               "deals", "turns", "firm p: before | after 1..5", "recovery", "ms/turn"]  # fmt: skip
     for col in columns:
         t.add_column(col, justify="left" if col == "method" else "right")
     for method in order:
         res, means = results[method], np.array(results[method].means)
         rec = f"{np.mean(res.recoveries):.2f} (n={len(res.recoveries)})" if res.recoveries else "-"
+        firm = " ".join(f"{np.mean(f):.2f}" if f else "-" for f in res.firm_after)
         t.add_row(
             labels[method],
             interval(means),
             f"{means.mean() / base.mean():.3f}x",
             interval(means - base),
-            f"{np.mean(res.finals):.4f}",
+            f"{np.mean(res.finals):.3f}",
             f"{np.mean(res.agreements):.0%}",
-            f"{share(res.firm_before)} / {share(res.firm_after)}",
+            f"{np.mean(res.lengths):.1f}",
+            f"{np.mean(res.firm_before):.2f} | {firm}",
             rec,
-            f"{1000 * res.seconds / max(1, res.turns):.1f}",
+            f"{1000 * res.seconds / max(1, sum(res.lengths)):.1f}",
         )
     return t
 
 
-def share(flags: list[bool]) -> str:
-    return f"{np.mean(flags):.0%}" if flags else "-"
+def contested(task: Task) -> bool:
+    """Whether the two sides' goals conflict: every item division; bargains whose buyer target is
+    below the seller's (otherwise the first offer already satisfies both)."""
+    deal = task.config["deal"]
+    if deal["kind"] != "price":
+        return True
+    targets = dict(zip(deal["roles"], deal["targets"], strict=True))
+    return targets["buyer"] < targets["seller"]
+
+
+def draw_tasks(args) -> dict[int, list[Task]]:
+    suite = TaskSuite.load("social/negotiation")
+    pool = [t for t in suite if args.all_tasks or contested(t)]
+    return {
+        seed: [
+            pool[i]
+            for i in np.random.default_rng(seed).choice(len(pool), args.episodes, replace=False)
+        ]
+        for seed in range(args.seeds)
+    }
 
 
 def main() -> None:
     args = parse_args()
-    torch.set_num_threads(1)
-    suite = TaskSuite.load("social/negotiation")
-    tasks = {
-        seed: [
-            suite.tasks[i]
-            for i in np.random.default_rng(seed).choice(len(suite), args.episodes, replace=False)
-        ]
-        for seed in range(args.seeds)
-    }
+    torch.set_num_threads(args.threads)
+    tasks = draw_tasks(args)
     embedder = make_embedder(args.embedder)
-    fixed = [f"fixed:{k}" for k in range(13)]
-    results = run(fixed, tasks, embedder, args)
+    schedules = [f"schedule:{a}:{b}" for a, b in itertools.product(range(13), repeat=2)]
+    results = run(schedules, tasks, embedder, args)
+    fixed = [f"schedule:{k}:{k}" for k in range(13)]
     best = max(fixed, key=lambda s: np.mean(results[s].means))
-    schedules = best_schedules(results, fixed) if args.partner == "switcher" else []
-    results |= run(schedules, tasks, embedder, args)
-    best_schedule = max(schedules, key=lambda s: np.mean(results[s].means), default=None)
-    bandits = ["expo", "exp3", "exp3-auer", "ucb1"] + (list(EXTRA) if args.extra else [])
-    results |= run(bandits, tasks, embedder, args)
-    labels = {"fixed:0": "arm 0 (persona only)", best: f"best fixed arm in hindsight (arm {best[6:]})",
-              "expo": "ALSO", "exp3": "ALSO exp3 variant", "exp3-auer": "EXP3", "ucb1": "UCB1",
-              **EXTRA}  # fmt: skip
-    if best_schedule:
-        labels[best_schedule] = "best schedule in hindsight (arms {}→{}, reference)".format(
-            *best_schedule.split(":")[1:]
-        )
-    order = list(dict.fromkeys(["fixed:0", best, best_schedule, *bandits]))
-    console = Console(width=200)
-    console.print(table(results, labels, [m for m in order if m]))
+    best_schedule = max(schedules, key=lambda s: np.mean(results[s].means))
+    bandits = {**BANDITS, **(EXTRA if args.extra else {})}
+    results |= run(list(bandits), tasks, embedder, args)
+    labels = {"schedule:0:0": "arm 0 (persona only)",
+              best: f"best fixed arm in hindsight (arm {best.split(':')[1]})",
+              best_schedule: "best schedule in hindsight (arms {}→{}, reference)".format(
+                  *best_schedule.split(":")[1:]), **bandits}  # fmt: skip
+    order = list(dict.fromkeys(["schedule:0:0", best, best_schedule, *bandits]))
+    console = Console(width=220)
+    console.print(table(results, labels, order))
+    report(console, results, schedules, args, embedder)
+
+
+def report(console: Console, results: dict, schedules: list[str], args, embedder) -> None:
+    """The setup line, per-seed means, every fixed arm and the spread of the schedules."""
+    n_tasks = sum(len(v) for v in draw_tasks(args).values())
     console.print(
-        f"partner {partner_spec(args)}, {args.seeds} seeds x {args.episodes} episodes, embedder "
-        f"{type(embedder).__name__}, eta {args.eta:g}, {args.epochs} epochs; per-seed mean r_t "
-        f"(ALSO | arm 0 | best fixed): "
+        f"partner {partner_spec(args)}, {args.seeds} seeds x {args.episodes} episodes "
+        f"({n_tasks}, {'all' if args.all_tasks else 'contested'} tasks), embedder "
+        f"{type(embedder).__name__}, ALSO: eta {args.eta:g}, decay 0.9, {args.epochs} epochs, "
+        f"arm text persona+strategy, level reward; firm arms {FIRM_ARMS}; per-seed mean r_t "
+        "(ALSO | ALSO centred | arm 0): "
         + "; ".join(
             " | ".join(f"{v:.4f}" for v in trio)
             for trio in zip(
-                *(per_seed(results[m], args.seeds) for m in ("expo", "fixed:0", best)), strict=True
+                *(per_seed(results[m], args.seeds) for m in ("expo", "expo@arm_centre=true",
+                                                             "schedule:0:0")), strict=True
             )
         )
-    )
+    )  # fmt: skip
     console.print(
         "fixed arms, mean r_t: "
-        + ", ".join(f"{k}:{np.mean(results[f'fixed:{k}'].means):.4f}" for k in range(13))
+        + ", ".join(f"{k}:{np.mean(results[f'schedule:{k}:{k}'].means):.4f}" for k in range(13))
     )
-
-
-def best_schedules(results: dict[str, Result], fixed: list[str], top: int = 3) -> list[str]:
-    """Schedules between the ``top`` fixed arms and the firm arms (every ordered pair)."""
-    ranked = sorted(fixed, key=lambda s: -np.mean(results[s].means))[:top]
-    firm = [f"fixed:{k}" for k in sorted(FIRM_ARMS)]
-    arms = {int(s[6:]) for s in ranked + firm}
-    return [f"schedule:{a}:{b}" for a, b in itertools.product(sorted(arms), repeat=2) if a != b]
+    means = np.array([np.mean(results[s].means) for s in schedules])
+    console.print(
+        f"all 169 schedules: mean {means.mean():.4f} (a uniformly random schedule), "
+        f"best {means.max():.4f}, worst {means.min():.4f}"
+    )
 
 
 def per_seed(res: Result, seeds: int) -> list[float]:
@@ -276,7 +308,7 @@ def per_seed(res: Result, seeds: int) -> list[float]:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--episodes", type=int, default=12, help="episodes per seed")
+    parser.add_argument("--episodes", type=int, default=20, help="episodes per seed")
     parser.add_argument("--switch", type=int, default=10, help="turn at which the partner switches")
     parser.add_argument(
         "--partner",
@@ -286,6 +318,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--embedder", default="auto", choices=["hash", "minilm", "auto"])
     parser.add_argument("--eta", type=float, default=5.0, help="ALSO's eta (0.5..10)")
     parser.add_argument("--epochs", type=int, default=100, help="surrogate epochs (METHODS: 100)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (shared machine: 1)")
+    parser.add_argument("--all-tasks", action="store_true", help="keep uncontested bargains")
     parser.add_argument("--extra", action="store_true", help="add the rows of EXTRA")
     return parser.parse_args()
 

@@ -203,10 +203,10 @@ class TitForTat(Negotiator):
         super().update(config, state, seat)
 
 
-PHASE_A = Reactions(cooperative=-0.04, trust=-0.08, firm=0.10, argument=-0.02, reciprocity=1.0)
+PHASE_A = Reactions(cooperative=-0.08, trust=-0.08, firm=0.10, argument=-0.02, reciprocity=0.5)
 """The switcher before the switch: cooperative, trusting, returns concessions."""
 PHASE_B = Reactions(
-    cooperative=0.10, firm=-0.04, credibility=-0.12, argument=-0.04, reciprocity=-1.0
+    cooperative=0.08, firm=-0.06, credibility=-0.10, argument=-0.04, reciprocity=-0.5
 )
 """The switcher after the switch: exploits softness, yields to credible firmness."""
 
@@ -230,7 +230,7 @@ STRATEGIES: dict[str, Negotiator] = {
         Stance(1.15, 0.0, 0.3, Reactions(cooperative=-0.03, firm=0.05, reciprocity=1.0)),
         "tit-for-tat",
     ),
-    "switcher": Switcher(Stance(1.0, 0.0, 0.5), "switcher"),
+    "switcher": Switcher(Stance(1.15, 0.02, 0.4), "switcher"),
 }
 
 

@@ -63,7 +63,7 @@ RULES: list[tuple[re.Pattern[str], dict[str, Any]]] = [
     (_words("integrative", "logroll", "trade", "interests", "package", "expanding"), {"integrative": True, "step_x": 0.8}),
 ]  # fmt: skip
 """(words, effect) pairs; see the module table."""
-BASE = Stance(opening=1.0, step=0.06, floor=0.3)
+BASE = Stance(opening=1.0, step=0.04, floor=0.3)
 MIRROR = Reactions(reciprocity=1.0, firm=0.03)
 """How the follower answers the other side when told to mirror it."""
 TALK_EVERY = 2
