@@ -409,7 +409,10 @@ def settings(args: argparse.Namespace) -> str:
 
 def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str:
     """The docs/results.md section (``markdown(columns, rows)`` renders a table)."""
-    command = "python benchmarks/methods.py kbqa-r1 " + " ".join(args.argv)
+    argv = list(args.argv)
+    if "--json" in argv:  # a local dump, not part of the experiment
+        del argv[argv.index("--json") : argv.index("--json") + 2]
+    command = "python benchmarks/methods.py kbqa-r1 " + " ".join(argv)
     return "\n".join(
         [
             MARKER,
@@ -494,18 +497,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-shown", type=int, default=3)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--sft-steps", type=int, default=200)
+    p.add_argument("--sft-steps", type=int, default=150)
     p.add_argument("--sft-lr", type=float, default=5e-3)
-    p.add_argument("--rl-steps", type=int, default=20)
+    p.add_argument("--rl-steps", type=int, default=15)
     p.add_argument("--rl-lr", type=float, default=5e-4)
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--group-size", type=int, default=5)
     p.add_argument("--max-turns", type=int, default=6)
     p.add_argument("--max-new-tokens", type=int, default=40)
-    p.add_argument("--eval-compositional", type=int, default=80)
-    p.add_argument("--eval-iid", type=int, default=40)
+    p.add_argument("--eval-compositional", type=int, default=60)
+    p.add_argument("--eval-iid", type=int, default=30)
     p.add_argument("--eval-samples", type=int, default=1)
-    p.add_argument("--eval-temperature", type=float, default=1.0)
+    p.add_argument("--eval-temperature", type=float, default=0.0, help="0: greedy")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")
     p.add_argument("--json", default=None, help="also write the per-episode records here")

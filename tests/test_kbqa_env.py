@@ -437,3 +437,37 @@ def test_doc_page_example_runs() -> None:
     import agentgym.envs.kbqa
 
     assert doctest.testmod(agentgym.envs.kbqa).failed == 0
+
+
+def test_handles_option_names_topic_entities_and_keeps_ids_working(
+    suites: dict[str, TaskSuite],
+) -> None:
+    """``handles=True``: ``@k`` for the k-th topic entity in actions, reference and expert;
+    ids still accepted; an unknown handle is explained; off by default (KBQA-R1's setting)."""
+    task = suites["comp-test"].filter(["compositional"]).tasks[0]
+    plain, handled = KBQAEnv(), KBQAEnv(handles=True)
+    obs, info = handled.reset(seed=0, options={"task": task})
+    ids = [e["id"] for e in task.config["entities"]]
+    assert info["entities"] == ids and info["entity_refs"] == ["@1", "@2"]
+    assert f"@1 = {task.config['entities'][0]['name']} ({ids[0]})" in obs
+    reference = handled.reference_actions()
+    assert not any(i in a for a in reference for i in ids)
+    assert reference[0].startswith("Find_relation[@1 |")
+    assert [a.replace("@1", ids[0]).replace("@2", ids[1]) for a in reference] == (
+        plain.reset(seed=0, options={"task": task}) and plain.reference_actions()
+    )
+    assert plain.reset(seed=0, options={"task": task})[1]["entity_refs"] == ids
+    bad = handled.step("Find_relation[@3 | ~starred_actors]")
+    assert not bad[4]["valid"] and "unknown topic entity @3" in bad[0] and "@1, @2" in bad[0]
+    first = handled.step(f"Find_relation[{ids[0]} | ~starred_actors]")
+    assert first[4]["valid"] and first[4]["result_ref"] == "#0"
+    assert not plain.step("Find_relation[@1 | ~starred_actors]")[4]["valid"]
+
+
+@pytest.mark.parametrize("name", SUITES)
+def test_expert_solves_tasks_with_handles(name: str, suites: dict[str, TaskSuite]) -> None:
+    env = KBQAEnv(handles=True)
+    for task in suites[name].tasks[:: max(1, len(suites[name].tasks) // 40)]:
+        actions, info = expert(env, task)
+        assert info["f1"] == 1.0, (task.id, actions)
+        assert not any(e["id"] in a for a in actions for e in task.config["entities"])

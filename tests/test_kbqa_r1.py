@@ -119,3 +119,19 @@ def test_teacher_is_deterministic_per_seed(env: Any) -> None:
 def test_recipe_matches_methods() -> None:
     r = KBQAR1Recipe()
     assert (r.group_size, r.kl_coef, r.clip_low, r.clip_high, r.max_turns) == (5, 0.0, 0.2, 0.28, 6)
+
+
+def test_rrs_with_entity_handles_writes_no_topic_ids(tmp_path: Path) -> None:
+    """With the env's ``handles`` option the teacher (hinted or exploring) writes ``@k``, so the
+    SFT actions hold no opaque topic id for a small model to copy."""
+    env = agentgym.make("KBQA-v0", handles=True)
+    tasks = sample("comp-train", "and", 12)
+    hinted = rrs(env, tasks, noisy_teacher(), samples=2)
+    plain = rrs(env, tasks, noisy_teacher(), samples=2, hinted=False)
+    assert hinted.yield_rate >= 0.5 and hinted.yield_rate > 5 * plain.yield_rate
+    out = tmp_path / "sft.jsonl"
+    write_sft([*hinted.episodes, *plain.episodes], out, env.unwrapped.system_prompt)
+    ids = {e["id"] for t in tasks for e in t.config["entities"]}
+    for line in out.read_text().splitlines():
+        actions = [m["content"] for m in json.loads(line)["messages"] if m["role"] == "assistant"]
+        assert "@1" in actions[0] and not any(i in a for a in actions for i in ids)
