@@ -8,7 +8,8 @@ built by a ``(env, hint) -> Agent`` factory (an LLM chat agent with the hint in 
 or :class:`NoisyTeacher` offline); ``hint=""`` gives plain rejection sampling, the baseline.
 
 The env is duck-typed (``env.unwrapped.reference_actions()`` after ``reset``, ``info`` keys
-``entities``, ``relations``, ``result_ref``), so this module imports no env.
+``entities`` or ``entity_refs``, ``relations``, ``result_ref``), so this module imports no env.
+With the KBQA env's ``handles`` option the teacher writes topic entities as ``@1``/``@2``.
 """
 
 from __future__ import annotations
