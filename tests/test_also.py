@@ -240,6 +240,24 @@ def test_arm_text_option_embeds_the_strategy_alone():
     assert cos[~np.eye(13, dtype=bool)].mean() > 0.5  # persona text dominates: nearly collinear
 
 
+def test_arm_centre_option_subtracts_the_mean_arm_and_renormalises():
+    env = agentgym.make("Social-v0")
+    obs, info = env.reset(seed=0, options={"task": TaskSuite.load("social/negotiation").tasks[0]})
+    embedder = HashingEmbedder()
+    plain = AlsoAgent(scripted_agent("follower", env), AlsoConfig(), embedder)
+    plain.reset(info)
+    agent = AlsoAgent(scripted_agent("follower", env), AlsoConfig(arm_centre=True), embedder)
+    agent.reset(info)
+    raw, arms = plain.bandit.arms, agent.bandit.arms
+    diff = raw - raw.mean(axis=0)
+    np.testing.assert_allclose(arms, diff / np.linalg.norm(diff, axis=1, keepdims=True), atol=1e-6)
+    off = ~np.eye(13, dtype=bool)
+    assert (raw @ raw.T)[off].mean() > 0.5 > 0.1 > abs((arms @ arms.T)[off].mean())
+    np.testing.assert_array_equal(also.centred(np.ones((3, 4))), np.zeros((3, 4)))  # no NaN
+    agent.act(obs, info)
+    assert sum(agent.trace[-1]["probs"]) == pytest.approx(1.0)  # the full p_t is traced
+
+
 def test_delta_reward_option_credits_the_change_and_still_skips_failed_calls():
     bandit = _bandit(reward="delta")
     context = HashingEmbedder(8).embed(["h"])[0]
@@ -263,3 +281,4 @@ def test_defaults_are_the_methods_settings():
         13,
         False,
     )
+    assert c.arm_centre is False  # our option, off: METHODS.md embeds the arm texts as they are

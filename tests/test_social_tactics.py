@@ -132,19 +132,20 @@ def _play(task, partner: str, before: int, after: int, switch: int = 10):
     agent = scripted_agent("follower", env)
     obs, info = env.reset(seed=0, options={"task": task})
     agent.reset(info)
-    rewards, said, done = [], [], False
+    rewards, said, done, turns = [], [], False, 0
     while not done:
+        turns += 1
         text = STRATEGY_SETS[13][before if info["turn"] < switch else after][1]
         action = agent.act(f"Strategy: {text}\n{obs}" if text else obs, info)
         said += [action] if action.startswith("speak") else []
         obs, reward, term, trunc, info = env.step(action)
         rewards.append(info["evaluation"]["normalized"])
         done = term or trunc
-    return float(np.mean(rewards)), reward, said
+    return float(np.mean(rewards)), reward, said, turns
 
 
 def test_the_follower_does_not_repeat_itself(negotiation):
-    _, _, said = _play(negotiation.tasks[0], "scripted:hardliner", 3, 3)
+    _, _, said, _ = _play(negotiation.tasks[0], "scripted:hardliner", 3, 3)
     assert len(said) >= 4 and len(set(said)) == len(said)
 
 
@@ -166,3 +167,30 @@ def test_the_best_strategy_depends_on_the_partner_and_changes_at_the_switch(nego
     assert sw[FACE, BATNA] > sw[FACE, FACE] and sw[FACE, BATNA] > sw[BATNA, BATNA]
     assert mean["tit-for-tat", FACE, FACE] > mean["tit-for-tat", BATNA, BATNA] + 0.05
     assert mean["conceder", BATNA, BATNA] > mean["conceder", FACE, FACE]
+
+
+def _contested(negotiation) -> list:
+    """Item divisions and the bargains whose buyer target is below the seller's."""
+
+    def conflict(deal: dict) -> bool:
+        targets = dict(zip(deal["roles"], deal["targets"], strict=True))
+        return targets["buyer"] < targets["seller"]
+
+    return [
+        t for t in negotiation if t.config["deal"]["kind"] != "price" or conflict(t.config["deal"])
+    ]
+
+
+def test_the_switcher_gives_headroom_over_a_plain_arm_0(negotiation):
+    """ALSO's CPU check needs a partner where choosing strategies pays: the talk that pays flips
+    at the switch, arm 0 (plain proposals) sits in the middle, episodes run their 20 turns."""
+    tasks, m, lengths = _contested(negotiation)[::15], {}, []
+    for before, after in [(0, 0), (FACE, 0), (BATNA, 0), (0, BATNA), (0, FACE), (FACE, BATNA),
+                          (FACE, FACE), (BATNA, BATNA)]:  # fmt: skip
+        runs = [_play(t, "scripted:switcher?switch=10", before, after) for t in tasks]
+        m[before, after] = np.mean([r[0] for r in runs])
+        lengths += [r[3] for r in runs]
+    assert m[FACE, 0] > m[0, 0] + 0.01 and m[BATNA, 0] < m[0, 0] - 0.01  # before the switch
+    assert m[0, BATNA] > m[0, 0] + 0.01 and m[0, FACE] < m[0, 0] - 0.01  # after it
+    assert m[FACE, BATNA] > max(m[0, 0], m[FACE, FACE], m[BATNA, BATNA]) + 0.025
+    assert min(lengths) >= 9  # about 10 agent turns: no early settlement

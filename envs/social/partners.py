@@ -15,14 +15,17 @@ conceder         opens at 1.0, concedes 0.12 a turn, down to 0.2; firmness -0.04
                  makes it concede even faster)
 tit-for-tat      opens at 1.15, concedes 0.05 once, then mirrors: returns a concession in full
                  and a hardening in full; firmness +0.05, cooperative talk -0.03
-switcher         non-stationary, switches at turn ``switch`` (default 10). *Phase A* (before):
-                 cooperative and trusting - cooperative talk -(0.04 + 0.08 x trust), firmness
-                 +0.08, argument -0.02, returns concessions in full. *Phase B* (from then
-                 on): exploitative - cooperative talk +0.05 (read as weakness), concessions
-                 exploited (hardens by half of what it got), firmness -(0.03 + 0.09 x
-                 credibility), argument -0.04. Trust and credibility are the shares of
-                 cooperative and firm turns among the other side's last 4: it reacts to
-                 the history, so a threat after a run of soft turns moves it little
+switcher         non-stationary, anchors at 1.15, concedes 0.02 a turn, never below 0.4;
+                 switches at turn ``switch`` (default 10). *Phase A* (before): cooperative
+                 and trusting - cooperative talk -(0.08 + 0.08 x trust), firmness +0.10
+                 (it hardens), argument -0.02, returns half of a concession. *Phase B* (from
+                 then on): exploitative - cooperative talk +0.08 (read as weakness),
+                 concessions exploited (hardens by half of what it got), firmness -(0.06 +
+                 0.10 x credibility), argument -0.04. Trust and credibility are the shares of
+                 cooperative and firm turns among the other side's last 4: it reacts to the
+                 history, so a threat after a run of soft turns moves it less. Against a
+                 plain negotiator (proposals only, no talk) it moves only by its step and
+                 its answer to concessions; the talk that pays changes at the switch
 ===============  ===========================================================================
 
 A demand never rises above the opening nor falls below the floor. "Conceding" is measured on the
@@ -204,7 +207,7 @@ class TitForTat(Negotiator):
 
 
 PHASE_A = Reactions(cooperative=-0.08, trust=-0.08, firm=0.10, argument=-0.02, reciprocity=0.5)
-"""The switcher before the switch: cooperative, trusting, returns concessions."""
+"""The switcher before the switch: cooperative, trusting, returns half of a concession."""
 PHASE_B = Reactions(
     cooperative=0.08, firm=-0.06, credibility=-0.10, argument=-0.04, reciprocity=-0.5
 )

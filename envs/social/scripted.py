@@ -6,7 +6,7 @@ of :mod:`agentgym.envs.social.partners` in the player's seat. ``scripted:followe
 prompt - the observation lines that start with ``Strategy:`` (what a prompt optimiser such as
 ALSO writes). It reads the instruction's words, not an arm number, through this table; matches
 combine, and the first talk tactic matched (table order) is the one it uses. Without an
-instruction it opens at 1.1, concedes 0.06 a turn, never talks and proposes every turn. A talk
+instruction it opens at 1.0, concedes 0.04 a turn, never talks and proposes every turn. A talk
 tactic makes it speak (one of :data:`~agentgym.envs.social.tactics.TALK`'s phrasings) instead
 of moving on every 2nd own turn:
 
