@@ -203,3 +203,46 @@ class SearchAgent:
 def search_agent(arg: str, env: Any) -> SearchAgent:
     """``--agent search:[ORDER]`` (entry point of ``agentgym.agents``); the env is not used."""
     return SearchAgent(arg or "listing")
+
+
+# ============================================================================ two-phase: clean
+# Additive: ``clean`` tasks (pick_clean_then_place_in_recep) as a second phase after the find.
+# Phase 1 is the put task's find-and-take; phase 2 starts with the take: carry the object to
+# the first sink basin in listing order, ``clean`` it, then deliver it as in ``put``. The same
+# observation (``You pick up the X from the R.``) then needs ``go to sinkbasin N`` instead of
+# ``go to DEST``, which is what PA-MoE's phase router is tested on (benchmarks/methods_pa_moe.py).
+CLEAN_TYPE = "pick_clean_then_place_in_recep"
+SINK = "sinkbasin"
+_CLEANED = re.compile(r"You clean the (?P<o>[a-z]+ \d+) using the (?P<r>[a-z]+ \d+)\.")
+
+
+def next_command_phased(
+    observations: Sequence[str], actions: Sequence[str], order: str = "listing"
+) -> str:
+    """:func:`next_command`, plus ``clean`` tasks (find, take, clean at the sink, put)."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
+    k = read_history(observations, actions)
+    if k.goal.task_type != CLEAN_TYPE:
+        return next_command(observations, actions, order)
+    if k.held is None or type_of(k.held) != k.goal.object:
+        return _find(k, k.goal.object)
+    cleaned = {m["o"] for answer in observations[1:] for m in _CLEANED.finditer(answer)}
+    if k.held in cleaned:
+        return _deliver(k, k.held)
+    sink = next((r for r in k.receptacles if type_of(r) == SINK), None)
+    if sink is None:
+        raise ValueError(f"a clean task needs a {SINK} in the room; this one has none")
+    return f"clean {k.held} with {sink}" if k.at == sink else f"go to {sink}"
+
+
+class PhasedSearchAgent(SearchAgent):
+    """:class:`SearchAgent` that also plays ``clean`` tasks (:func:`next_command_phased`)."""
+
+    name = "search-phased"
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        self.observations.append(observation)
+        action = next_command_phased(self.observations, self.actions, self.order)
+        self.actions.append(action)
+        return action
