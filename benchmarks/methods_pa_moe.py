@@ -1,0 +1,456 @@
+"""PA-MoE vs a single LoRA policy and an observation-only router (``methods.py pa-moe``).
+
+An imbalanced Household mix in small rooms (at most ``--max-receptacles`` receptacles): simple
+``put`` tasks and, ``--complex-share`` of them (25%), two-phase ``clean`` tasks (find and take,
+then clean at the sink basin and deliver: after the same ``You pick up the X ...`` answer a put
+task goes to the destination, a clean task to the sink). Train and held-out tasks come from
+disjoint floorplans (every fourth floorplan held out, as ``train_demo.household_tasks``).
+
+Per seed: one tiny Llama (``train_demo.demo_model``, tokenizer fitted to the searcher's texts),
+SFT on the observation-grounded searcher's training episodes
+(:class:`~agentgym.envs.household.searcher.PhasedSearchAgent`), shared by the arms; then the
+same number of GRPO steps with the same rollout seeds for (a) one LoRA adapter, (b) PA-MoE with
+K LoRA experts of the same rank and the goal-aware router, (c) PA-MoE with the observation-only
+router (``goal_aware: false``). Held-out success per task type (the same evaluation episodes,
+job seeds shared, sampled at ``--eval-temperature``; PA-MoE routes greedily) pooled over seeds
+with 95% Wilson intervals; switches per episode; where the switch falls relative to the true
+phase boundary (the first turn after the take answered ``You pick up ...``).
+
+    python benchmarks/methods.py pa-moe --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from agentgym.episode import Episode
+from agentgym.metrics import wilson_interval
+from agentgym.registry import make
+from agentgym.rollout import rollout
+from agentgym.task import Task, TaskSuite, write_tasks
+
+MARKER = "## PA-MoE vs a single policy and an observation-only router (Household)"
+ARMS = ("single", "pa_moe", "obs_only")
+LABELS = {
+    "sft": "after SFT (no RL)",
+    "single": "single LoRA + GRPO",
+    "pa_moe": "PA-MoE (goal-aware router) + GRPO",
+    "obs_only": "PA-MoE, observation-only router + GRPO",
+}
+KINDS = ("clean", "put")
+PICKUP = "You pick up the "
+REAL_SCALE = (
+    "`agentgym train configs/methods/pa_moe_household.yaml` (model.path a Hugging Face chat "
+    "model after SFT, e.g. Qwen2.5-1.5B-Instruct, model.device cuda, rollout.tasks_per_step 16, "
+    "rollout.max_turns 50, steps 200), the same with `model.policy_options.goal_aware: false` "
+    "(observation-only router) and with `model.policy: null` plus `model.lora` (single policy); "
+    "evaluate with `agentgym eval -a pa_moe:OUT/final`"
+)
+
+
+@functools.cache
+def _demo() -> Any:
+    """benchmarks/train_demo.py as a module (benchmarks/ is not a package), loaded once."""
+    path = Path(__file__).resolve().parent / "train_demo.py"
+    spec = importlib.util.spec_from_file_location("train_demo", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ============================================================================ tasks and data
+def small_room_tasks(max_receptacles: int, max_turns: int) -> dict[str, list[Task]]:
+    """``put`` and ``clean`` tasks of ``household/train`` in small rooms, by kind."""
+    env = make("Household-v0")
+    out: dict[str, list[Task]] = {k: [] for k in KINDS}
+    for t in TaskSuite.load("household/train"):
+        if t.tags[0] in KINDS:
+            overview = env.reset(options={"task": t})[0].split("\n")[0]
+            if overview.count(", ") + 1 <= max_receptacles:
+                config = {**t.config, "max_turns": max_turns}
+                out[t.tags[0]].append(t.model_copy(update={"config": config}))
+    return out
+
+
+def mix(tasks: dict[str, list[Task]], share: float, rng: random.Random) -> list[Task]:
+    """All put tasks plus clean tasks drawn so they make ``share`` of the mix."""
+    want = round(share * len(tasks["put"]) / (1 - share))
+    clean = rng.sample(tasks["clean"], min(want, len(tasks["clean"])))
+    return sorted([*tasks["put"], *clean], key=lambda t: t.id)
+
+
+def suites(root: Path, args: argparse.Namespace) -> dict[str, Path]:
+    """Train (the imbalanced mix) and held-out (every held-out clean task, as many put tasks)
+    suites, split by floorplan; also ``put``: the training put tasks (tokenizer corpus)."""
+    by_kind = small_room_tasks(args.max_receptacles, args.max_turns)
+    plans = sorted({t.config["floorplan"] for ts in by_kind.values() for t in ts})
+    held = set(plans[3::4])
+    split = {
+        s: {k: [t for t in ts if (t.config["floorplan"] in held) == (s == "test")]
+            for k, ts in by_kind.items()}
+        for s in ("train", "test")
+    }  # fmt: skip
+    rng = random.Random("pa-moe")
+    test_clean = split["test"]["clean"][: args.eval_tasks]
+    test_put = rng.sample(split["test"]["put"], min(len(test_clean), len(split["test"]["put"])))
+    chosen = {
+        "train": mix(split["train"], args.complex_share, rng),
+        "test": sorted([*test_clean, *test_put], key=lambda t: t.id),
+        "put": split["train"]["put"],
+    }
+    paths = {}
+    for name, tasks in chosen.items():
+        paths[name] = root / f"{name}.jsonl"
+        write_tasks(paths[name], tasks)
+    return paths
+
+
+def searcher_episodes(tasks: list[Task]) -> list[Episode]:
+    """The phased searcher (put and clean) on ``tasks``; every one must be solved."""
+    from agentgym.envs.household.searcher import PhasedSearchAgent
+
+    env = make("Household-v0")
+    episodes = [rollout(env, PhasedSearchAgent(), t, seed=0) for t in tasks]
+    failed = [t.id for t, ep in zip(tasks, episodes, strict=True) if not ep.success]
+    if failed:
+        raise RuntimeError(f"the phased searcher failed training tasks {failed[:5]}")
+    return episodes
+
+
+def sft_data(root: Path, paths: dict[str, Path]) -> tuple[Path, list[str]]:
+    """The searcher's training episodes as JSONL (``sft.data``) and every text in them."""
+    episodes = searcher_episodes(list(TaskSuite.load(paths["train"])))
+    path = root / "searcher.jsonl"
+    path.write_text("".join(e.model_dump_json() + "\n" for e in episodes), encoding="utf-8")
+    return path, [text for ep in episodes for text in episode_texts(ep)]
+
+
+def episode_texts(ep: Episode) -> list[str]:
+    """The tokenizer's corpus from one episode (as the demo's: every observation and action;
+    held-out episodes included, as the demo fits its tokenizer on both splits)."""
+    return [ep.first_observation, *(t for s in ep.steps for t in (s.action, s.observation))]
+
+
+# ============================================================================ training
+def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
+    from agentgym.train.config import TrainConfig, set_dotted
+
+    data: dict[str, Any] = {
+        "model": {"path": str(model)},
+        "env": {
+            "id": "Household-v0",
+            "suite": str(paths["train"]),
+            "eval_suite": str(paths["test"]),
+            "system_prompt": False,
+        },
+        "rollout": {
+            "tasks_per_step": args.tasks_per_step,
+            "group_size": args.group_size,
+            "max_turns": args.max_turns,
+            "max_new_tokens": 16,
+        },
+        "algo": {"name": "grpo", "clip_high": 0.28},
+        "sft": {"batch_size": 16, "context_weight": 1.0},
+        "optim": {"lr": args.rl_lr, "micro_batch_size": 16},
+        "eval_temperature": args.eval_temperature,
+        "eval_samples": args.eval_samples,
+        "out_dir": str(out),
+        "resume": False,
+        "threads": args.threads,
+    }
+    for key, value in over.items():
+        set_dotted(data, key, value)
+    return TrainConfig.model_validate(data)
+
+
+def arm_overrides(args: argparse.Namespace, arm: str) -> dict[str, Any]:
+    """The single LoRA adapter, or K PA-MoE experts of the same rank (goal-aware or not)."""
+    lora = {"r": args.lora_r, "alpha": 2 * args.lora_r, "dropout": 0.0}
+    if arm == "single":
+        return {"model.lora": lora}
+    options = {
+        "num_experts": args.experts,
+        "lora_r": args.lora_r,
+        "lora_dropout": 0.0,
+        "switch_penalty": args.switch_penalty,
+        "goal_aware": arm == "pa_moe",
+    }
+    return {"model.policy": "pa_moe", "model.policy_options": options}
+
+
+def boundary(ep: Episode) -> int | None:
+    """The first turn of phase 2: the one after the take (its answer ``You pick up ...``)."""
+    for i, step in enumerate(ep.steps):
+        if step.observation.startswith(PICKUP):
+            return i + 1
+    return None
+
+
+def evaluate(trainer: Any, tasks: list[Task], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One record per held-out episode: kind, success, switch turns, phase boundary."""
+    import torch
+
+    from agentgym.train.rollout import Job, derive_seed
+
+    seed = trainer.cfg.seed
+    jobs = [
+        Job(t, f"eval:{t.id}", k, derive_seed(seed, "eval", t.id, k))
+        for t in tasks
+        for k in range(args.eval_samples)
+    ]
+    with torch.no_grad():
+        episodes, _ = trainer.rollout(
+            jobs, derive_seed(seed, "eval"), args.eval_temperature, explore=False
+        )
+    kinds = {t.id: t.tags[0] for t in tasks}
+    return [
+        {
+            "kind": kinds[ep.episode.task_id],
+            "success": bool(ep.episode.success),
+            "ok": ep.ok,
+            "switches": [
+                i for i, t in enumerate(ep.turns) if t.route is not None and t.route.switched
+            ],
+            "boundary": boundary(ep.episode),
+            "turns": len(ep.turns),
+        }
+        for ep in episodes
+    ]
+
+
+def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, Path]) -> dict:
+    """SFT once, then every arm's GRPO from that checkpoint; held-out records of each stage."""
+    import agentgym.agents.pa_moe_train  # noqa: F401  (registers model.policy: pa_moe)
+    from agentgym.train.trainer import Trainer
+
+    demo = _demo()
+    tasks = list(TaskSuite.load(paths["test"]))
+    model = demo.demo_model(
+        root / f"model-{seed}", {"put": paths["put"]}, args.hidden, args.layers, seed,
+        "Household-v0", extra_texts=args.texts,
+    )  # fmt: skip
+    started = time.perf_counter()
+    sft = Trainer(
+        config(model, paths, root / f"sft-{seed}", args, seed=seed, steps=args.sft_steps,
+               **{"algo.name": "sft", "sft.data": str(args.data), "optim.lr": args.sft_lr})
+    )  # fmt: skip
+    sft.run()
+    out: dict[str, Any] = {"seed": seed, "sft": evaluate(sft, tasks, args), "time": {}}
+    sft.close()
+    out["time"]["sft"] = time.perf_counter() - started
+    print(f"seed {seed} sft: {summary_line(out['sft'])} ({out['time']['sft']:.0f}s)", flush=True)
+    for arm in ARMS:
+        started = time.perf_counter()
+        rl = Trainer(
+            config(root / f"sft-{seed}" / "final", paths, root / f"{arm}-{seed}", args,
+                   seed=seed, steps=args.rl_steps, **arm_overrides(args, arm))
+        )  # fmt: skip
+        rl.run()
+        out[arm] = evaluate(rl, tasks, args)
+        out[f"{arm}_train"] = [h.get("success", h.get("reward", 0.0)) for h in rl.history]
+        rl.close()
+        out["time"][arm] = time.perf_counter() - started
+        print(f"seed {seed} {arm}: {summary_line(out[arm])} ({out['time'][arm]:.0f}s)", flush=True)
+    return out
+
+
+# ============================================================================ report
+def _records(results: list[dict], arm: str, kind: str) -> list[dict[str, Any]]:
+    return [r for res in results for r in res[arm] if r["kind"] == kind and r["ok"]]
+
+
+def _rate(records: list[dict[str, Any]]) -> str:
+    wins, n = sum(r["success"] for r in records), len(records)
+    lo, hi = wilson_interval(wins, n)
+    return f"{wins}/{n} = {wins / n:.1%} [{lo:.1%}, {hi:.1%}]" if n else "-"
+
+
+def _switches(records: list[dict[str, Any]]) -> str:
+    return f"{sum(len(r['switches']) for r in records) / len(records):.2f}" if records else "-"
+
+
+def _at_boundary(records: list[dict[str, Any]]) -> str:
+    """Share of switches within one turn of the phase boundary (episodes that took)."""
+    hits = total = 0
+    for r in records:
+        total += len(r["switches"])
+        if r["boundary"] is not None:
+            hits += sum(abs(s - r["boundary"]) <= 1 for s in r["switches"])
+    return f"{hits}/{total} = {hits / total:.0%}" if total else "no switches"
+
+
+def summary_line(records: list[dict[str, Any]]) -> str:
+    clean = [r for r in records if r["kind"] == "clean" and r["ok"]]
+    put = [r for r in records if r["kind"] == "put" and r["ok"]]
+    return f"clean {_rate(clean)}, put {_rate(put)}, switches/ep {_switches(records)}"
+
+
+COLUMNS = [
+    "arm",
+    "clean (two-phase) success",
+    "put (simple) success",
+    "switches/ep clean",
+    "switches/ep put",
+    "clean switches within 1 turn of the boundary",
+]
+
+
+def rows(results: list[dict]) -> list[list[str]]:
+    out = []
+    for arm in ("sft", *ARMS):
+        clean, put = _records(results, arm, "clean"), _records(results, arm, "put")
+        routed = arm not in ("sft", "single")
+        out.append(
+            [
+                LABELS[arm],
+                _rate(clean),
+                _rate(put),
+                _switches(clean) if routed else "-",
+                _switches(put) if routed else "-",
+                _at_boundary(clean) if routed else "-",
+            ]
+        )
+    return out
+
+
+def per_seed_rows(results: list[dict]) -> list[list[str]]:
+    return [
+        [LABELS[arm], *(_rate([r for r in res[arm] if r["kind"] == "clean"]) for res in results)]
+        for arm in ("sft", *ARMS)
+    ]
+
+
+def settings(args: argparse.Namespace, n: dict[str, int]) -> str:
+    return (
+        f"Household small rooms (<= {args.max_receptacles} receptacles, {args.max_turns} turns), "
+        f"training mix {n['train_put']} put + {n['train_clean']} clean tasks "
+        f"({args.complex_share:.0%} two-phase), held out by floorplan {n['test_clean']} clean + "
+        f"{n['test_put']} put tasks x {args.eval_samples} samples at T={args.eval_temperature}; "
+        f"tiny Llama (hidden {args.hidden}, {args.layers} layers) per seed, {args.sft_steps} SFT "
+        f"steps (lr {args.sft_lr}) on the phased searcher's training episodes, then "
+        f"{args.rl_steps} GRPO steps ({args.tasks_per_step} tasks x group {args.group_size}, "
+        f"lr {args.rl_lr}, clip 0.2/0.28) per arm from that checkpoint with the same rollout "
+        f"seeds; LoRA rank {args.lora_r} (alpha 2r, no dropout) for the single adapter and each "
+        f"of K={args.experts} experts; router: switch penalty {args.switch_penalty}, Gumbel "
+        f"temperature 1 -> 0.1 (x0.99 per step), load balance 0.01, greedy routing at evaluation"
+    )
+
+
+def finding(results: list[dict]) -> str:
+    clean = {arm: _records(results, arm, "clean") for arm in ("sft", *ARMS)}
+    wins = {arm: sum(r["success"] for r in recs) for arm, recs in clean.items()}
+    n = len(clean["pa_moe"])
+    beats = wins["pa_moe"] > max(wins["single"], wins["obs_only"])
+    return (
+        f"On the held-out clean tasks PA-MoE won {wins['pa_moe']}/{n}, the single LoRA policy "
+        f"{wins['single']}/{n}, the observation-only router {wins['obs_only']}/{n} (after SFT "
+        f"alone: {wins['sft']}/{n}): "
+        + ("PA-MoE is ahead" if beats else "PA-MoE is not ahead")
+        + " at this scale; overlapping intervals mean no arm is shown better."
+    )
+
+
+def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str:
+    seeds = ", ".join(str(r["seed"]) for r in results)
+    minutes = sum(sum(r["time"].values()) for r in results) / 60
+    return "\n".join(
+        [
+            MARKER,
+            "",
+            f"Command: `python benchmarks/methods.py pa-moe {' '.join(recorded(args.argv))}`".rstrip()
+            + " "
+            f"(seeds {seeds}; {minutes:.0f} min on the shared 2-core CPU).",
+            "",
+            f"Setting: {settings(args, args.counts)}.",
+            "",
+            "Held-out success pooled over seeds (wins/episodes, 95% Wilson interval); switches "
+            "per episode and the share of switches within one turn of the true phase boundary "
+            "(the turn after the take), greedy routing:",
+            "",
+            *markdown(COLUMNS, rows(results)),
+            "",
+            "Clean-task success per seed:",
+            "",
+            *markdown(["arm", *(f"seed {r['seed']}" for r in results)], per_seed_rows(results)),
+            "",
+            finding(results),
+            "",
+            f"Real scale: {REAL_SCALE}.",
+            "",
+        ]
+    )
+
+
+def recorded(argv: list[str]) -> list[str]:
+    """The command's flags without where it wrote (``--results``, ``--json``)."""
+    out, skip = [], False
+    for a in argv:
+        if skip or a.split("=")[0] in ("--results", "--json"):
+            skip = not skip and "=" not in a
+            continue
+        out.append(a)
+    return out
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    import tempfile
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        paths = suites(root, args)
+        args.data, texts = sft_data(root, paths)
+        held_out = searcher_episodes(list(TaskSuite.load(paths["test"])))
+        args.texts = [*texts, *(text for ep in held_out for text in episode_texts(ep))]
+        train, test = TaskSuite.load(paths["train"]), TaskSuite.load(paths["test"])
+        args.counts = {
+            f"{split}_{k}": sum(t.tags[0] == k for t in suite)
+            for split, suite in (("train", train), ("test", test))
+            for k in KINDS
+        }
+        print(f"tasks: {args.counts}", flush=True)
+        for seed in args.seeds:
+            results.append(run_seed(seed, args, root, paths))
+    del args.texts
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return results
+
+
+def add_parser(sub: Any) -> None:
+    """The ``pa-moe`` subcommand of benchmarks/methods.py."""
+    p = sub.add_parser("pa-moe", help="PA-MoE vs single LoRA vs observation-only router")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--max-receptacles", type=int, default=10)
+    p.add_argument("--max-turns", type=int, default=16)
+    p.add_argument("--complex-share", type=float, default=0.25)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--sft-steps", type=int, default=300)
+    p.add_argument("--sft-lr", type=float, default=5e-3)
+    p.add_argument("--rl-steps", type=int, default=10)
+    p.add_argument("--rl-lr", type=float, default=1e-3)
+    p.add_argument("--tasks-per-step", type=int, default=4)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--experts", type=int, default=2, help="K (the paper: 4)")
+    p.add_argument("--lora-r", type=int, default=8, help="the paper: 32")
+    p.add_argument("--switch-penalty", type=float, default=0.1)
+    p.add_argument(
+        "--eval-tasks", type=int, default=20, help="held-out clean tasks (and as many put)"
+    )
+    p.add_argument("--eval-samples", type=int, default=2)
+    p.add_argument("--eval-temperature", type=float, default=1.0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--results", default="docs/results.md")
+    p.add_argument("--json", default=None, help="also write every held-out episode's record here")
