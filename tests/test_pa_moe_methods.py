@@ -1,0 +1,71 @@
+"""The PA-MoE experiment's harness (benchmarks/methods_pa_moe.py): the imbalanced mix split by
+floorplan, the phase boundary and the boundary share of switches. The experiment itself is
+``python benchmarks/methods.py pa-moe`` (its figures are in docs/results.md)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+from agentgym.episode import Episode, Step
+from agentgym.task import TaskSuite
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "methods_pa_moe.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("methods_pa_moe", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mix_is_one_quarter_two_phase_and_held_out_by_floorplan(tmp_path):
+    m = _module()
+    args = argparse.Namespace(max_receptacles=10, max_turns=16, complex_share=0.25, eval_tasks=8)
+    paths = m.suites(tmp_path, args)
+    train, test = (TaskSuite.load(paths[s]).tasks for s in ("train", "test"))
+    clean = sum(t.tags[0] == "clean" for t in train)
+    assert abs(clean / len(train) - 0.25) < 0.01
+    assert {t.tags[0] for t in test} == {"clean", "put"}
+    assert sum(t.tags[0] == "clean" for t in test) == 8
+    plans = {t.config["floorplan"] for t in train}
+    assert plans.isdisjoint(t.config["floorplan"] for t in test)
+    assert all(t.config["max_turns"] == 16 for t in train + test)
+
+
+def _episode(observations: list[str]) -> Episode:
+    steps = [
+        Step(t=i, action=f"a{i}", observation=o, reward=0.0) for i, o in enumerate(observations)
+    ]
+    return Episode(task_id="t", env_id="Household-v0", first_observation="intro", steps=steps)
+
+
+def test_boundary_is_the_turn_after_the_take():
+    m = _module()
+    ep = _episode(
+        ["On the shelf 1, you see a cloth 1.", "You pick up the cloth 1 from the shelf 1."]
+    )
+    assert m.boundary(ep) == 2
+    assert m.boundary(_episode(["Nothing happens."])) is None
+
+
+def test_switch_share_counts_only_switches_near_the_boundary():
+    m = _module()
+    records = [
+        {"switches": [2], "boundary": 3},  # one turn early: counted
+        {"switches": [6], "boundary": 3},  # far: not counted
+        {"switches": [1], "boundary": None},  # never took: not counted
+        {"switches": [], "boundary": 4},
+    ]
+    assert m._at_boundary(records) == "1/3 = 33%"
+    assert m._switches(records) == "0.75"
+    assert m._at_boundary([{"switches": [], "boundary": 1}]) == "no switches"
+
+
+def test_recorded_command_drops_output_paths():
+    m = _module()
+    argv = ["--seeds", "0", "--results", "/tmp/r.md", "--json=/tmp/x.json", "--rl-steps", "3"]
+    assert m.recorded(argv) == ["--seeds", "0", "--rl-steps", "3"]
