@@ -69,3 +69,19 @@ def test_recorded_command_drops_output_paths():
     m = _module()
     argv = ["--seeds", "0", "--results", "/tmp/r.md", "--json=/tmp/x.json", "--rl-steps", "3"]
     assert m.recorded(argv) == ["--seeds", "0", "--rl-steps", "3"]
+
+
+def test_the_three_arms_configs_differ_only_in_the_policy():
+    from agentgym.train.config import load_config
+
+    root = BENCH.parents[1] / "configs" / "methods"
+    moe, obs, single = (
+        load_config(root / f"pa_moe_household{s}.yaml").model_dump()
+        for s in ("", "_obs_only", "_single")
+    )
+    assert moe["model"]["policy_options"]["goal_aware"] is True
+    assert obs["model"]["policy_options"]["goal_aware"] is False
+    assert single["model"]["policy"] is None and single["model"]["lora"]["r"] == 32
+    for cfg in (obs, single):
+        for key in ("env", "rollout", "algo", "optim", "steps"):
+            assert cfg[key] == moe[key]
