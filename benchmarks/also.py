@@ -37,7 +37,8 @@ switcher rewards after the switch, 4 of 13 arms) before the switch and on the 1s
 after it (re-ranking shows as this rising); *recovery*: agent turns after the switch until r_t
 is back at its level just before the switch (episodes without turns on both sides of the switch
 are left out; those that never recover count the turns they had left + 1). Figures are noisy:
-the machine is shared. On 2 shared cores the default run takes about 10 minutes.
+the machine is shared. On 2 shared cores the default run takes about 14 minutes, ``--extra``
+about 35.
 """
 
 from __future__ import annotations
