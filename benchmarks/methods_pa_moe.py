@@ -299,7 +299,8 @@ COLUMNS = [
     "put (simple) success",
     "switches/ep clean",
     "switches/ep put",
-    "clean switches within 1 turn of the boundary",
+    "clean: switches within 1 turn of the boundary",
+    "put: switches within 1 turn of the take",
 ]
 
 
@@ -316,6 +317,7 @@ def rows(results: list[dict]) -> list[list[str]]:
                 _switches(clean) if routed else "-",
                 _switches(put) if routed else "-",
                 _at_boundary(clean) if routed else "-",
+                _at_boundary(put) if routed else "-",
             ]
         )
     return out
@@ -393,7 +395,7 @@ def recorded(argv: list[str]) -> list[str]:
     """The command's flags without where it wrote (``--results``, ``--json``)."""
     out, skip = [], False
     for a in argv:
-        if skip or a.split("=")[0] in ("--results", "--json"):
+        if skip or a.split("=")[0] in ("--results", "--json", "--from-json"):
             skip = not skip and "=" not in a
             continue
         out.append(a)
@@ -406,26 +408,32 @@ def run(args: argparse.Namespace) -> list[dict]:
     import torch
 
     torch.set_num_threads(args.threads)
-    results = []
+    results: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         paths = suites(root, args)
+        args.counts = counts(paths)
+        print(f"tasks: {args.counts}", flush=True)
+        if args.from_json:  # report a finished run again (same flags) without training
+            return list(json.loads(Path(args.from_json).read_text(encoding="utf-8")))
         args.data, texts = sft_data(root, paths)
         held_out = searcher_episodes(list(TaskSuite.load(paths["test"])))
         args.texts = [*texts, *(text for ep in held_out for text in episode_texts(ep))]
-        train, test = TaskSuite.load(paths["train"]), TaskSuite.load(paths["test"])
-        args.counts = {
-            f"{split}_{k}": sum(t.tags[0] == k for t in suite)
-            for split, suite in (("train", train), ("test", test))
-            for k in KINDS
-        }
-        print(f"tasks: {args.counts}", flush=True)
         for seed in args.seeds:
             results.append(run_seed(seed, args, root, paths))
+            if args.json:  # after every seed: a run cut short keeps what it measured
+                Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     del args.texts
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return results
+
+
+def counts(paths: dict[str, Path]) -> dict[str, int]:
+    """Tasks per split and kind (``train_clean``, ``test_put``, ...)."""
+    return {
+        f"{split}_{k}": sum(t.tags[0] == k for t in TaskSuite.load(paths[split]))
+        for split in ("train", "test")
+        for k in KINDS
+    }
 
 
 def add_parser(sub: Any) -> None:
@@ -454,3 +462,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")
     p.add_argument("--json", default=None, help="also write every held-out episode's record here")
+    p.add_argument(
+        "--from-json", default=None, help="report the records of a finished run (same flags)"
+    )
