@@ -885,6 +885,7 @@ def main(argv: list[str] | None = None) -> None:
     add_early_experience(sub)
     add_infopo(sub)
     _kbqa().add_parser(sub)
+    _pa_moe().add_parser(sub)
     args = parser.parse_args(argv)
     args.argv = (argv if argv is not None else sys.argv[1:])[1:]
     if args.experiment == "early-experience":
@@ -897,12 +898,30 @@ def main(argv: list[str] | None = None) -> None:
             replace_section(
                 Path(args.results), _kbqa().MARKER, _kbqa().section(args, results, _markdown)
             )
+    elif args.experiment == "pa-moe":
+        results = _pa_moe().run(args)
+        if args.results:
+            replace_section(
+                Path(args.results), _pa_moe().MARKER, _pa_moe().section(args, results, _markdown)
+            )
 
 
 @functools.cache
 def _kbqa() -> Any:
     """benchmarks/methods_kbqa.py (the KBQA-R1 experiment) as a module, loaded once."""
     spec = importlib.util.spec_from_file_location("methods_kbqa", DEMO.parent / "methods_kbqa.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def _pa_moe() -> Any:
+    """benchmarks/methods_pa_moe.py (PA-MoE vs single policy vs observation-only router)."""
+    spec = importlib.util.spec_from_file_location(
+        "methods_pa_moe", DEMO.parent / "methods_pa_moe.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
