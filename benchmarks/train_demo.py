@@ -35,7 +35,9 @@ from rich.console import Console
 from rich.table import Table
 
 import agentgym
+from agentgym.episode import Episode
 from agentgym.metrics import wilson_interval
+from agentgym.rollout import rollout
 from agentgym.task import Task, TaskSuite, write_tasks
 from agentgym.train.config import TrainConfig, set_dotted
 from agentgym.train.rollout import Job, derive_seed
@@ -82,38 +84,116 @@ def demo_tasks(directory: Path, k: int, max_turns: int) -> dict[str, Path]:
     return paths
 
 
-def household_tasks(directory: Path, max_receptacles: int, max_turns: int) -> dict[str, Path]:
-    """``examine`` and ``put`` tasks of ``household/train`` in rooms of at most
-    ``max_receptacles`` receptacles, split by floorplan (every fourth floorplan held out)."""
+def household_tasks(
+    directory: Path, max_receptacles: int, max_turns: int, variants: int = 1
+) -> dict[str, Path]:
+    """``examine`` and ``put`` tasks of ``household/train``, split by floorplan: the held-out
+    split is every fourth floorplan with rooms of at most ``max_receptacles`` receptacles, as
+    they are; training uses every other floorplan, each task's room narrowed ``variants`` times
+    (:func:`narrow_room`) to at most ``max_receptacles``, as many layouts as tasks."""
     env = agentgym.make("Household-v0")
-    small = []
-    for t in TaskSuite.load("household/train"):
-        if t.tags[0] in ("examine", "put"):
-            first = env.reset(options={"task": t})[0].split("\n")[0]
-            if first.count(", ") + 1 <= max_receptacles:
-                small.append(t.model_copy(update={"config": {**t.config, "max_turns": max_turns}}))
-    plans = sorted({t.config["floorplan"] for t in small})
-    held_out = set(plans[3::4])
-    paths = {}
-    for split, keep in (("train", False), ("test", True)):
-        paths[split] = directory / f"{split}.jsonl"
-        write_tasks(paths[split], [t for t in small if (t.config["floorplan"] in held_out) == keep])
+    tasks = [t for t in TaskSuite.load("household/train") if t.tags[0] in ("examine", "put")]
+    small = [t for t in tasks if _room_size(env, t) <= max_receptacles]
+    held_out = set(sorted({t.config["floorplan"] for t in small})[3::4])
+    test = [_with_turns(t, max_turns) for t in small if t.config["floorplan"] in held_out]
+    train = [
+        _with_turns(narrow_room(t, max_receptacles, v), max_turns)
+        for t in tasks
+        if t.config["floorplan"] not in held_out
+        for v in range(variants)
+    ]
+    paths = {"train": directory / "train.jsonl", "test": directory / "test.jsonl"}
+    write_tasks(paths["train"], train)
+    write_tasks(paths["test"], test)
     return paths
+
+
+def _room_size(env: Any, task: Task) -> int:
+    return int(env.reset(options={"task": task})[0].split("\n")[0].count(", ") + 1)
+
+
+def _with_turns(task: Task, max_turns: int) -> Task:
+    return task.model_copy(update={"config": {**task.config, "max_turns": max_turns}})
+
+
+def narrow_room(task: Task, max_receptacles: int, variant: int) -> Task:
+    """``task`` in a room of its floorplan's receptacles cut to a seeded size in
+    [5, ``max_receptacles``]: it keeps one receptacle holding the goal object, one of the
+    destination type (``put``) or holding the lamp (``examine``), and seeded others; what lay
+    in a dropped receptacle is gone. Eleven small floorplans are too few layouts: a tiny model
+    memorises them instead of learning to read the room (measured: 0/86 held-out)."""
+    from agentgym.envs.household.config import HouseholdConfig, type_of
+    from agentgym.envs.household.goals import parse_goal
+
+    rng = random.Random(f"{variant}:{task.id}")
+    scene = HouseholdConfig.model_validate(task.config).parsed()
+    goal, names = parse_goal(task.instruction), list(scene.receptacles)
+    holding = [
+        r for r, objs in scene.contents.items() if any(type_of(o) == goal.object for o in objs)
+    ]
+    keep = {rng.choice(sorted(holding))}
+    if goal.lamp:
+        placed = {
+            **scene.contents,
+            **{r: scene.contents.get(r, []) + o for r, o in scene.floor.items()},
+        }
+        keep.add(
+            rng.choice(
+                sorted(r for r, o in placed.items() if any(type_of(x) == goal.lamp for x in o))
+            )
+        )
+    else:
+        keep.add(rng.choice(sorted(r for r in names if type_of(r) == goal.receptacle)))
+    size = rng.randint(min(5, len(names)), min(max_receptacles, len(names)))
+    rest = [r for r in names if r not in keep]
+    keep |= set(rng.sample(rest, max(0, size - len(keep))))
+    spec = ", ".join(r + "*" * o for r, o in zip(names, scene.openable, strict=True) if r in keep)
+    config = {k: v for k, v in task.config.items() if k != "floorplan"}
+    config |= {
+        "receptacles": spec,
+        "contents": _placements(scene.contents, keep),
+        "floor": _placements(scene.floor, keep),
+    }
+    out = task.model_copy(update={"id": f"{task.id}-r{variant}", "config": config})
+    agentgym.make("Household-v0").unwrapped.validate_task(out)
+    return out
+
+
+def _placements(placed: dict[str, list[str]], keep: set[str]) -> str:
+    return "; ".join(f"{r}: {', '.join(objs)}" for r, objs in placed.items() if r in keep and objs)
+
+
+def searcher_episodes(tasks: list[Task]) -> list[Episode]:
+    """Household's searcher (which acts on what it has seen, unlike the env's all-knowing
+    expert, whose first ``go to`` cannot be imitated from the room overview) on ``tasks``."""
+    from agentgym.envs.household.searcher import SearchAgent
+
+    env = agentgym.make("Household-v0")
+    return [rollout(env, SearchAgent(), task, seed=0) for task in tasks]
+
+
+def searcher_data(directory: Path, suites: dict[str, Path]) -> Path:
+    """The searcher's training episodes as JSONL for ``sft.data``."""
+    path = directory / "searcher.jsonl"
+    episodes = searcher_episodes(list(TaskSuite.load(suites["train"])))
+    path.write_text("".join(e.model_dump_json() + "\n" for e in episodes), encoding="utf-8")
+    return path
 
 
 def tokenizer_texts(env_id: str, tasks: list[Task]) -> list[str]:
     """The tokenizer's corpus: Clarify's first observations (they hold every word of an episode);
-    Household's every expert observation and action (rooms are revealed step by step)."""
-    env = agentgym.make(env_id)
-    texts = []
-    for task in tasks:
-        texts.append(env.reset(options={"task": task})[0])
-        while env_id != "Clarify-v0" and (action := env.unwrapped.expert_action()) is not None:
-            observation, _, terminated, truncated, _ = env.step(action)
-            texts += [action, observation]
-            if terminated or truncated:
-                break
-    return texts
+    Household's every searcher observation and action (rooms are revealed step by step)."""
+    if env_id == "Clarify-v0":
+        env = agentgym.make(env_id)
+        return [env.reset(options={"task": task})[0] for task in tasks]
+    return [
+        text
+        for ep in searcher_episodes(tasks)
+        for text in (
+            ep.first_observation,
+            *(t for s in ep.steps for t in (s.action, s.observation)),
+        )
+    ]
 
 
 def demo_model(
@@ -190,6 +270,7 @@ def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: A
 def run_seed(seed: int, args: Any, root: Path, suites: dict[str, Path]) -> dict[str, Any]:
     """Before SFT, after SFT, after GRPO on held-out tasks, for one seed."""
     model = demo_model(root / f"model-{seed}", suites, args.hidden, args.layers, seed, args.env)
+    data = "expert" if args.env == "Clarify-v0" else str(root / "searcher.jsonl")
     sft = Trainer(
         config(
             model,
@@ -198,7 +279,7 @@ def run_seed(seed: int, args: Any, root: Path, suites: dict[str, Path]) -> dict[
             args,
             seed=seed,
             steps=args.sft_steps,
-            **{"algo.name": "sft"},
+            **{"algo.name": "sft", "sft.data": data},
         )
     )
     before = sft.evaluate()
@@ -301,7 +382,7 @@ def parse(argv: list[str] | None = None) -> Any:
     p.add_argument("--env", choices=["Clarify-v0", "Household-v0"], default="Clarify-v0")
     p.add_argument("--candidates", type=int, default=2, help="Clarify: candidates per task")
     p.add_argument("--max-receptacles", type=int, default=10, help="Household: room size")
-    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-turns", type=int, help="default: Clarify 4, Household 16")
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--sft-steps", type=int, default=300)
@@ -314,6 +395,8 @@ def parse(argv: list[str] | None = None) -> Any:
     p.add_argument("--eval-samples", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
+    if args.max_turns is None:
+        args.max_turns = 4 if args.env == "Clarify-v0" else 16
     if args.quick:
         args.seeds, args.sft_steps, args.rl_steps, args.eval_tasks = 1, 150, 6, 30
         args.tasks_per_step = 4
@@ -329,6 +412,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             suites = demo_tasks(root, args.candidates, args.max_turns)
         else:
             suites = household_tasks(root, args.max_receptacles, args.max_turns)
+            searcher_data(root, suites)
         results = []
         for seed in range(args.seeds):
             results.append(run_seed(seed, args, root, suites))

@@ -43,7 +43,7 @@ def small_room_tasks() -> list[Task]:
 
 def play(t: Task) -> list[str]:
     ep = rollout(HouseholdEnv(), SearchAgent(), t, seed=0)
-    assert ep.status == "completed", ep.error
+    assert ep.status != "error", ep.error
     return [s.action for s in ep.steps] + (["<won>"] if ep.success else [])
 
 
@@ -138,3 +138,28 @@ def test_failed_commands_change_nothing():
 def test_clear_errors(call: Any, message: str):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_solves_the_training_demos_household_tasks(tmp_path):
+    """benchmarks/train_demo.py --env Household-v0: held-out rooms as they are, training rooms
+    narrowed (many layouts); the searcher is the SFT data, so it must solve what it trains on."""
+    pytest.importorskip("torch")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "train_demo.py"
+    spec = importlib.util.spec_from_file_location("train_demo", path)
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    suites = demo.household_tasks(tmp_path, SMALL_ROOM, TURNS)
+    train, test = (TaskSuite.load(suites[s]).tasks for s in ("train", "test"))
+    plans = {t.id: t.config["floorplan"] for t in TaskSuite.load("household/train")}
+    test_plans = {t.config["floorplan"] for t in test}
+    assert not test_plans & {plans[t.id.rsplit("-r", 1)[0]] for t in train}
+    rooms = {t.config["receptacles"] for t in train}
+    assert len(test) == 43 and len(train) > 1000 and len(rooms) > 900
+    assert all(5 <= r.count(",") + 1 <= SMALL_ROOM for r in rooms)
+    assert all(play(t)[-1] == "<won>" for t in test)
+    solved = sum(play(t)[-1] == "<won>" for t in train)
+    assert solved / len(train) > 0.97  # measured 1035/1055; the rest need more than 16 turns
