@@ -347,11 +347,29 @@ def settings(args: argparse.Namespace, n: dict[str, int]) -> str:
     )
 
 
+def training_success(results: list[dict]) -> str:
+    """Each arm's success on its GRPO training rollouts, all steps and seeds pooled."""
+    parts = []
+    for arm in ARMS:
+        steps = [x for res in results for x in res.get(f"{arm}_train", [])]
+        parts.append(f"{LABELS[arm]} {sum(steps) / len(steps):.1%}" if steps else LABELS[arm])
+    return "Success on the GRPO training rollouts (mean over steps and seeds): " + "; ".join(parts)
+
+
 def finding(results: list[dict]) -> str:
     clean = {arm: _records(results, arm, "clean") for arm in ("sft", *ARMS)}
     wins = {arm: sum(r["success"] for r in recs) for arm, recs in clean.items()}
     n = len(clean["pa_moe"])
     beats = wins["pa_moe"] > max(wins["single"], wins["obs_only"])
+    solved = sum(r["success"] for arm in ("sft", *ARMS) for r in _records(results, arm, "put"))
+    if not solved and not any(wins.values()):
+        return (
+            "Nothing learns at this scale: no held-out episode of any arm succeeds, after SFT "
+            "or after GRPO, so the comparison PA-MoE is built for is not measured here. With no "
+            "success in a group GRPO's advantages are zero; the experts then get no policy "
+            "gradient and the routers learn only from the switching penalty and the load-balance "
+            "loss, so their switches are not evidence of phase detection."
+        )
     return (
         f"On the held-out clean tasks PA-MoE won {wins['pa_moe']}/{n}, the single LoRA policy "
         f"{wins['single']}/{n}, the observation-only router {wins['obs_only']}/{n} (after SFT "
@@ -383,6 +401,8 @@ def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str
             "Clean-task success per seed:",
             "",
             *markdown(["arm", *(f"seed {r['seed']}" for r in results)], per_seed_rows(results)),
+            "",
+            training_success(results) + ".",
             "",
             finding(results),
             "",

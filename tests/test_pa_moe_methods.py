@@ -85,3 +85,13 @@ def test_the_three_arms_configs_differ_only_in_the_policy():
     for cfg in (obs, single):
         for key in ("env", "rollout", "algo", "optim", "steps"):
             assert cfg[key] == moe[key]
+
+
+def test_a_run_where_nothing_succeeds_is_reported_as_such():
+    m = _module()
+    rec = {"kind": "clean", "success": False, "ok": True, "switches": [], "boundary": None}
+    put = {**rec, "kind": "put"}
+    res = {arm: [rec, put] for arm in ("sft", *m.ARMS)} | {"seed": 0}
+    assert m.finding([res]).startswith("Nothing learns at this scale")
+    won = {**res, "pa_moe": [{**rec, "success": True}, put]}
+    assert "PA-MoE is ahead" in m.finding([won])
