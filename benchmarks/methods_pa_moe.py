@@ -17,6 +17,13 @@ with 95% Wilson intervals; switches per episode; where the switch falls relative
 phase boundary (the first turn after the take answered ``You pick up ...``).
 
     python benchmarks/methods.py pa-moe --seeds 0 1 2
+
+Measured (docs/results.md, 3 seeds): nothing learns at this scale. After 300 SFT steps the tiny
+model writes well-formed commands (``go to``/``open``/``take``) but neither tracks what it has
+visited nor takes the goal's object: 0/96 held-out episodes after SFT and in every arm after 8
+GRPO steps, 0% on the training rollouts, so GRPO's advantages are zero and the routers (0
+switches in 192 greedy episodes) learn nothing about phases. The demo's observation LM loss
+(``--context-weight 1``) was worse: the model wrote observation text as its actions.
 """
 
 from __future__ import annotations
@@ -49,9 +56,9 @@ PICKUP = "You pick up the "
 REAL_SCALE = (
     "`agentgym train configs/methods/pa_moe_household.yaml` (model.path a Hugging Face chat "
     "model after SFT, e.g. Qwen2.5-1.5B-Instruct, model.device cuda, rollout.tasks_per_step 16, "
-    "rollout.max_turns 50, steps 200), the same with `model.policy_options.goal_aware: false` "
-    "(observation-only router) and with `model.policy: null` plus `model.lora` (single policy); "
-    "evaluate with `agentgym eval -a pa_moe:OUT/final`"
+    "rollout.max_turns 50, steps 200), then `pa_moe_household_obs_only.yaml` (observation-only "
+    "router) and `pa_moe_household_single.yaml` (one LoRA adapter) with the same overrides; "
+    "evaluate PA-MoE checkpoints with `agentgym eval -a pa_moe:OUT/final`"
 )
 
 
@@ -356,6 +363,21 @@ def training_success(results: list[dict]) -> str:
     return "Success on the GRPO training rollouts (mean over steps and seeds): " + "; ".join(parts)
 
 
+def behaviour(results: list[dict]) -> str:
+    """What the routed arms' held-out episodes did: switches, pick-ups, turns used."""
+    recs = [r for res in results for arm in ("pa_moe", "obs_only") for r in res[arm] if r["ok"]]
+    if not recs:
+        return ""
+    switches = sum(len(r["switches"]) for r in recs)
+    took = sum(r["boundary"] is not None for r in recs)
+    turns = sum(r["turns"] for r in recs) / len(recs)
+    return (
+        f"Both routers' held-out episodes: {switches} switches in {len(recs)} episodes (greedy "
+        f"routing kept the first expert throughout), {took} picked anything up, "
+        f"{turns:.1f} turns on average."
+    )
+
+
 def finding(results: list[dict]) -> str:
     clean = {arm: _records(results, arm, "clean") for arm in ("sft", *ARMS)}
     wins = {arm: sum(r["success"] for r in recs) for arm, recs in clean.items()}
@@ -368,7 +390,7 @@ def finding(results: list[dict]) -> str:
             "or after GRPO, so the comparison PA-MoE is built for is not measured here. With no "
             "success in a group GRPO's advantages are zero; the experts then get no policy "
             "gradient and the routers learn only from the switching penalty and the load-balance "
-            "loss, so their switches are not evidence of phase detection."
+            "loss, so their switches are not evidence of phase detection. " + behaviour(results)
         )
     return (
         f"On the held-out clean tasks PA-MoE won {wins['pa_moe']}/{n}, the single LoRA policy "
@@ -388,7 +410,9 @@ def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str
             "",
             f"Command: `python benchmarks/methods.py pa-moe {' '.join(recorded(args.argv))}`".rstrip()
             + " "
-            f"(seeds {seeds}; {minutes:.0f} min on the shared 2-core CPU).",
+            f"(seeds {seeds}; {minutes:.0f} min of run time summed over seeds on the shared "
+            "2-core CPU; seeds are independent and may run as parallel one-seed processes, "
+            "reported together with `--from-json`).",
             "",
             f"Setting: {settings(args, args.counts)}.",
             "",
@@ -413,11 +437,16 @@ def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str
 
 
 def recorded(argv: list[str]) -> list[str]:
-    """The command's flags without where it wrote (``--results``, ``--json``)."""
-    out, skip = [], False
+    """The command's flags without where it wrote or read (``--results``, ``--json``,
+    ``--from-json``) and their values."""
+    drop = ("--results", "--json", "--from-json")
+    out, skipping = [], False
     for a in argv:
-        if skip or a.split("=")[0] in ("--results", "--json", "--from-json"):
-            skip = not skip and "=" not in a
+        if a.startswith("--"):
+            skipping = a in drop
+            if a.split("=")[0] in drop:
+                continue
+        elif skipping:
             continue
         out.append(a)
     return out
@@ -436,7 +465,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         args.counts = counts(paths)
         print(f"tasks: {args.counts}", flush=True)
         if args.from_json:  # report a finished run again (same flags) without training
-            return list(json.loads(Path(args.from_json).read_text(encoding="utf-8")))
+            return [r for f in args.from_json for r in json.loads(Path(f).read_text("utf-8"))]
         args.data, texts = sft_data(root, paths)
         held_out = searcher_episodes(list(TaskSuite.load(paths["test"])))
         args.texts = [*texts, *(text for ep in held_out for text in episode_texts(ep))]
@@ -491,5 +520,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--results", default="docs/results.md")
     p.add_argument("--json", default=None, help="also write every held-out episode's record here")
     p.add_argument(
-        "--from-json", default=None, help="report the records of a finished run (same flags)"
+        "--from-json",
+        nargs="+",
+        default=None,
+        help="report the records of finished runs (same flags; one-seed files are pooled)",
     )

@@ -68,7 +68,8 @@ def test_switch_share_counts_only_switches_near_the_boundary():
 def test_recorded_command_drops_output_paths():
     m = _module()
     argv = ["--seeds", "0", "--results", "/tmp/r.md", "--json=/tmp/x.json", "--rl-steps", "3"]
-    assert m.recorded(argv) == ["--seeds", "0", "--rl-steps", "3"]
+    argv += ["--from-json", "/tmp/a.json", "/tmp/b.json", "--seeds", "1"]
+    assert m.recorded(argv) == ["--seeds", "0", "--rl-steps", "3", "--seeds", "1"]
 
 
 def test_the_three_arms_configs_differ_only_in_the_policy():
@@ -90,8 +91,10 @@ def test_the_three_arms_configs_differ_only_in_the_policy():
 def test_a_run_where_nothing_succeeds_is_reported_as_such():
     m = _module()
     rec = {"kind": "clean", "success": False, "ok": True, "switches": [], "boundary": None}
+    rec["turns"] = 16
     put = {**rec, "kind": "put"}
     res = {arm: [rec, put] for arm in ("sft", *m.ARMS)} | {"seed": 0}
     assert m.finding([res]).startswith("Nothing learns at this scale")
+    assert "0 switches in 4 episodes" in m.finding([res])
     won = {**res, "pa_moe": [{**rec, "success": True}, put]}
     assert "PA-MoE is ahead" in m.finding([won])
