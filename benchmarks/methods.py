@@ -15,8 +15,11 @@ real model (the full Clarify suite is beyond a from-scratch tiny model: every ar
 Real scale (a Hugging Face model, a GPU): ``--setting suite --model PATH --device cuda
 --env Household-v0 --train-tasks 256 --k 3 --steps 500``; ``configs/methods/`` has the trainer
 configs of every method (InfoPO and GRPO, KBQA-R1 SFT and GRPO) for ``agentgym train``.
-Not run here: PA-MoE and KBQA-R1 GRPO need many RL steps to move a model from scratch, far
-beyond a shared 2-core CPU; see docs/results.md.
+
+**PA-MoE** (``pa-moe``): PA-MoE vs one LoRA policy vs the observation-only router on a 75/25
+put/clean Household mix, see ``benchmarks/methods_pa_moe.py``.
+
+    python benchmarks/methods.py pa-moe --seeds 0 1 2
 
 **InfoPO vs GRPO** (``infopo``): per seed the trainer demo's tiny model
 (``benchmarks/train_demo.py``) is fine-tuned only briefly, so that GRPO's first groups all fail,
