@@ -286,21 +286,7 @@ def _heldout_nll(trainer: Any) -> float:
 def _rollout_metrics(trainer: Any) -> dict[str, float]:
     """``Trainer.evaluate``'s held-out episodes (same jobs and seeds), read for more than success:
     the wins and the share of actions the env rejected (a policy that cannot write an action)."""
-    import torch
-
-    from agentgym.train.rollout import Job, derive_seed
-
-    cfg = trainer.cfg
-    jobs = [
-        Job(t, f"eval:{t.id}", k, derive_seed(cfg.seed, "eval", t.id, k))
-        for t in trainer.eval_tasks()
-        for k in range(cfg.eval_samples)
-    ]
-    with torch.no_grad():
-        episodes, _ = trainer.rollout(
-            jobs, derive_seed(cfg.seed, "eval"), cfg.eval_temperature, explore=False
-        )
-    ok = [ep.episode for ep in episodes if ep.ok]
+    ok = [ep.episode for ep in trainer.eval_episodes() if ep.ok]
     steps = [s for ep in ok for s in ep.steps]
     wins = sum(ep.success for ep in ok)
     return {

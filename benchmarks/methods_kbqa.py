@@ -143,22 +143,8 @@ def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: An
 def evaluate(trainer: Any, tags: dict[str, str]) -> list[dict[str, Any]]:
     """Held-out episodes of ``trainer`` (the same jobs and seeds as ``Trainer.evaluate``): one
     record per episode with its tag, F1, exact match, invalid actions and turns."""
-    import torch
-
-    from agentgym.train.rollout import Job, derive_seed
-
-    cfg = trainer.cfg
-    jobs = [
-        Job(t, f"eval:{t.id}", k, derive_seed(cfg.seed, "eval", t.id, k))
-        for t in trainer.eval_tasks()
-        for k in range(cfg.eval_samples)
-    ]
-    with torch.no_grad():
-        episodes, _ = trainer.rollout(
-            jobs, derive_seed(cfg.seed, "eval"), cfg.eval_temperature, explore=False
-        )
     out = []
-    for ep in episodes:
+    for ep in trainer.eval_episodes():
         e = ep.episode
         out.append(
             {

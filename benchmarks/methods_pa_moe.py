@@ -201,22 +201,9 @@ def boundary(ep: Episode) -> int | None:
     return None
 
 
-def evaluate(trainer: Any, tasks: list[Task], args: argparse.Namespace) -> list[dict[str, Any]]:
+def evaluate(trainer: Any, tasks: list[Task]) -> list[dict[str, Any]]:
     """One record per held-out episode: kind, success, switch turns, phase boundary."""
-    import torch
-
-    from agentgym.train.rollout import Job, derive_seed
-
-    seed = trainer.cfg.seed
-    jobs = [
-        Job(t, f"eval:{t.id}", k, derive_seed(seed, "eval", t.id, k))
-        for t in tasks
-        for k in range(args.eval_samples)
-    ]
-    with torch.no_grad():
-        episodes, _ = trainer.rollout(
-            jobs, derive_seed(seed, "eval"), args.eval_temperature, explore=False
-        )
+    episodes = trainer.eval_episodes(tasks)
     kinds = {t.id: t.tags[0] for t in tasks}
     return [
         {
@@ -250,7 +237,7 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
                **{"algo.name": "sft", "sft.data": str(args.data), "optim.lr": args.sft_lr})
     )  # fmt: skip
     sft.run()
-    out: dict[str, Any] = {"seed": seed, "sft": evaluate(sft, tasks, args), "time": {}}
+    out: dict[str, Any] = {"seed": seed, "sft": evaluate(sft, tasks), "time": {}}
     sft.close()
     out["time"]["sft"] = time.perf_counter() - started
     print(f"seed {seed} sft: {summary_line(out['sft'])} ({out['time']['sft']:.0f}s)", flush=True)
@@ -261,7 +248,7 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
                    seed=seed, steps=args.rl_steps, **arm_overrides(args, arm))
         )  # fmt: skip
         rl.run()
-        out[arm] = evaluate(rl, tasks, args)
+        out[arm] = evaluate(rl, tasks)
         out[f"{arm}_train"] = [h.get("success", h.get("reward", 0.0)) for h in rl.history]
         rl.close()
         out["time"][arm] = time.perf_counter() - started

@@ -293,15 +293,7 @@ class Trainer:
         tasks = self.eval_tasks() if tasks is None else tasks
         if not tasks:
             return {}
-        jobs = [
-            Job(t, f"eval:{t.id}", k, derive_seed(self.cfg.seed, "eval", t.id, k))
-            for t in tasks
-            for k in range(self.cfg.eval_samples)
-        ]
-        with torch.no_grad():
-            episodes, _ = self.rollout(
-                jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature, explore=False
-            )
+        episodes = self.eval_episodes(tasks)
         ok = [ep for ep in episodes if ep.ok]
         wins = sum(ep.episode.success for ep in ok)
         lo, hi = wilson_interval(wins, len(ok))
@@ -312,6 +304,21 @@ class Trainer:
             "eval_n": float(len(ok)),
             "eval_errors": float(len(episodes) - len(ok)),
         }
+
+    def eval_episodes(self, tasks: list[Task] | None = None) -> list[Any]:
+        """The held-out rollouts :meth:`evaluate` scores (``eval_samples`` per task, seeded by task
+        and sample, greedy routing), for callers that read more than success."""
+        tasks = self.eval_tasks() if tasks is None else tasks
+        jobs = [
+            Job(t, f"eval:{t.id}", k, derive_seed(self.cfg.seed, "eval", t.id, k))
+            for t in tasks
+            for k in range(self.cfg.eval_samples)
+        ]
+        with torch.no_grad():
+            episodes, _ = self.rollout(
+                jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature, explore=False
+            )
+        return episodes
 
     def save(self, directory: Path) -> Path:
         checkpoint.save(
