@@ -115,13 +115,23 @@ def read_history(observations: Sequence[str], actions: Sequence[str]) -> Knowled
     return k
 
 
+def check_order(order: str) -> str:
+    """``order`` if it is a search order the searcher knows; a clear error otherwise."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
+    return order
+
+
 def next_command(
     observations: Sequence[str], actions: Sequence[str], order: str = "listing"
 ) -> str:
     """The searcher's next command, from the text history only (see the module table)."""
-    if order not in ORDERS:
-        raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
-    k = read_history(observations, actions)
+    check_order(order)
+    return _one_phase(read_history(observations, actions))
+
+
+def _one_phase(k: Knowledge) -> str:
+    """The next command of a ``put`` or ``examine`` task."""
     if k.goal.task_type not in ("pick_and_place_simple", "look_at_obj_in_light"):
         raise ValueError(f"the searcher plays put and examine tasks only, not {k.goal.task_type!r}")
     if k.held is not None and type_of(k.held) == k.goal.object:
@@ -182,11 +192,11 @@ class SearchAgent:
     else (it is never handed the env)."""
 
     name = "search"
+    command = staticmethod(next_command)
+    """The policy: (observations, own commands, order) -> next command."""
 
     def __init__(self, order: str = "listing") -> None:
-        if order not in ORDERS:
-            raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
-        self.order = order
+        self.order = check_order(order)
         self.observations: list[str] = []
         self.actions: list[str] = []
 
@@ -195,7 +205,7 @@ class SearchAgent:
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         self.observations.append(observation)
-        action = next_command(self.observations, self.actions, self.order)
+        action = self.command(self.observations, self.actions, self.order)
         self.actions.append(action)
         return action
 
@@ -220,11 +230,10 @@ def next_command_phased(
     observations: Sequence[str], actions: Sequence[str], order: str = "listing"
 ) -> str:
     """:func:`next_command`, plus ``clean`` tasks (find, take, clean at the sink, put)."""
-    if order not in ORDERS:
-        raise ValueError(f"unknown search order {order!r}; allowed: {', '.join(ORDERS)}")
+    check_order(order)
     k = read_history(observations, actions)
     if k.goal.task_type != CLEAN_TYPE:
-        return next_command(observations, actions, order)
+        return _one_phase(k)
     if k.held is None or type_of(k.held) != k.goal.object:
         return _find(k, k.goal.object)
     cleaned = {m["o"] for answer in observations[1:] for m in _CLEANED.finditer(answer)}
@@ -240,9 +249,4 @@ class PhasedSearchAgent(SearchAgent):
     """:class:`SearchAgent` that also plays ``clean`` tasks (:func:`next_command_phased`)."""
 
     name = "search-phased"
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        self.observations.append(observation)
-        action = next_command_phased(self.observations, self.actions, self.order)
-        self.actions.append(action)
-        return action
+    command = staticmethod(next_command_phased)
