@@ -108,36 +108,22 @@ def write_sft(env: Any, report: RRSReport, tasks: list[Task], path: Path) -> lis
 
 # ============================================================================ training
 def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
-    """The trainer config shared by both stages (``over``: dotted overrides)."""
-    from agentgym.train.config import TrainConfig, set_dotted
-
-    data: dict[str, Any] = {
-        "model": {"path": str(model)},
-        "env": {
-            "id": "KBQA-v0",
-            "kwargs": {"handles": True},
-            "suite": str(paths["train"]),
-            "eval_suite": str(paths["test"]),
-            "system_prompt": False,
+    """The trainer config shared by both stages: the demo's (``train_demo.trainer_config``) on
+    KBQA with topic handles (``over``: dotted overrides)."""
+    return _demo().trainer_config(
+        model,
+        paths,
+        out,
+        "KBQA-v0",
+        args,
+        **{
+            "env.kwargs": {"handles": True},
+            "rollout.max_new_tokens": args.max_new_tokens,
+            "rollout.max_context_tokens": 2048,
+            "eval_temperature": args.eval_temperature,
+            **over,
         },
-        "rollout": {
-            "tasks_per_step": args.tasks_per_step,
-            "group_size": args.group_size,
-            "max_turns": args.max_turns,
-            "max_new_tokens": args.max_new_tokens,
-            "max_context_tokens": 2048,
-        },
-        "sft": {"batch_size": 16, "context_weight": 1.0},
-        "optim": {"lr": args.sft_lr, "micro_batch_size": 16},
-        "eval_temperature": args.eval_temperature,
-        "eval_samples": args.eval_samples,
-        "out_dir": str(out),
-        "resume": False,
-        "threads": args.threads,
-    }
-    for key, value in over.items():
-        set_dotted(data, key, value)
-    return TrainConfig.model_validate(data)
+    )
 
 
 def evaluate(trainer: Any, tags: dict[str, str]) -> list[dict[str, Any]]:

@@ -148,34 +148,23 @@ def episode_texts(ep: Episode) -> list[str]:
 
 # ============================================================================ training
 def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
-    from agentgym.train.config import TrainConfig, set_dotted
-
-    data: dict[str, Any] = {
-        "model": {"path": str(model)},
-        "env": {
-            "id": "Household-v0",
-            "suite": str(paths["train"]),
-            "eval_suite": str(paths["test"]),
-            "system_prompt": False,
+    """The demo's trainer config (``train_demo.trainer_config``) with GRPO at the RL learning
+    rate (``over``: dotted overrides; the SFT stage overrides the algorithm and rate)."""
+    return _demo().trainer_config(
+        model,
+        paths,
+        out,
+        "Household-v0",
+        args,
+        **{
+            "algo.name": "grpo",
+            "algo.clip_high": 0.28,
+            "sft.context_weight": args.context_weight,
+            "optim.lr": args.rl_lr,
+            "eval_temperature": args.eval_temperature,
+            **over,
         },
-        "rollout": {
-            "tasks_per_step": args.tasks_per_step,
-            "group_size": args.group_size,
-            "max_turns": args.max_turns,
-            "max_new_tokens": 16,
-        },
-        "algo": {"name": "grpo", "clip_high": 0.28},
-        "sft": {"batch_size": 16, "context_weight": args.context_weight},
-        "optim": {"lr": args.rl_lr, "micro_batch_size": 16},
-        "eval_temperature": args.eval_temperature,
-        "eval_samples": args.eval_samples,
-        "out_dir": str(out),
-        "resume": False,
-        "threads": args.threads,
-    }
-    for key, value in over.items():
-        set_dotted(data, key, value)
-    return TrainConfig.model_validate(data)
+    )
 
 
 def arm_overrides(args: argparse.Namespace, arm: str) -> dict[str, Any]:

@@ -258,20 +258,31 @@ def demo_model(
 
 # ============================================================================ one seed
 def config(model: Path, suites: dict[str, Path], out: Path, args: Any, **over: Any) -> TrainConfig:
+    """The demo's trainer config (``over``: dotted overrides)."""
+    return trainer_config(
+        model, suites, out, args.env, args, **{"env.eval_limit": args.eval_tasks, **over}
+    )
+
+
+def trainer_config(
+    model: Path, suites: dict[str, Path], out: Path, env_id: str, args: Any, **over: Any
+) -> TrainConfig:
+    """A tiny-model trainer config on ``suites`` (train/test paths) of ``env_id``, sized by
+    ``args`` (tasks_per_step, group_size, max_turns, sft_lr, eval_samples, threads); ``over``:
+    dotted overrides. The method benchmarks build theirs from it too."""
     data: dict[str, Any] = {
         "model": {"path": str(model)},
         "env": {
-            "id": args.env,
+            "id": env_id,
             "suite": str(suites["train"]),
             "eval_suite": str(suites["test"]),
-            "eval_limit": args.eval_tasks,
             "system_prompt": False,
         },
         "rollout": {
             "tasks_per_step": args.tasks_per_step,
             "group_size": args.group_size,
             "max_turns": args.max_turns,
-            "max_new_tokens": 12 if args.env == "Clarify-v0" else 16,
+            "max_new_tokens": 12 if env_id == "Clarify-v0" else 16,
         },
         "sft": {"batch_size": 16, "context_weight": 1.0},
         "optim": {"lr": args.sft_lr, "micro_batch_size": 16},
