@@ -110,13 +110,27 @@ REAL_SCALE = (
 
 # ============================================================================ early experience
 @functools.cache
-def _train_demo() -> Any:
-    """benchmarks/train_demo.py as a module (benchmarks/ is not a package), loaded once."""
-    spec = importlib.util.spec_from_file_location("train_demo", DEMO)
+def _sibling(name: str) -> Any:
+    """``benchmarks/<name>.py`` as a module (benchmarks/ is not a package), loaded once."""
+    spec = importlib.util.spec_from_file_location(name, DEMO.parent / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _train_demo() -> Any:
+    return _sibling("train_demo")
+
+
+def _kbqa() -> Any:
+    """The KBQA-R1 experiment (benchmarks/methods_kbqa.py)."""
+    return _sibling("methods_kbqa")
+
+
+def _pa_moe() -> Any:
+    """PA-MoE vs single policy vs observation-only router (benchmarks/methods_pa_moe.py)."""
+    return _sibling("methods_pa_moe")
 
 
 def _suites(args: argparse.Namespace, root: Path) -> dict[str, Path | str]:
@@ -899,28 +913,6 @@ def main(argv: list[str] | None = None) -> None:
             replace_section(
                 Path(args.results), _pa_moe().MARKER, _pa_moe().section(args, results, _markdown)
             )
-
-
-@functools.cache
-def _kbqa() -> Any:
-    """benchmarks/methods_kbqa.py (the KBQA-R1 experiment) as a module, loaded once."""
-    spec = importlib.util.spec_from_file_location("methods_kbqa", DEMO.parent / "methods_kbqa.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@functools.cache
-def _pa_moe() -> Any:
-    """benchmarks/methods_pa_moe.py (PA-MoE vs single policy vs observation-only router)."""
-    spec = importlib.util.spec_from_file_location(
-        "methods_pa_moe", DEMO.parent / "methods_pa_moe.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ restricted to ``--train-tags`` (the iid operations the compositional questions c
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import random
@@ -146,8 +147,9 @@ def evaluate(trainer: Any, tags: dict[str, str]) -> list[dict[str, Any]]:
     return out
 
 
+@functools.cache
 def _demo() -> Any:
-    """benchmarks/train_demo.py as a module (benchmarks/ is not a package)."""
+    """benchmarks/train_demo.py as a module (benchmarks/ is not a package), loaded once."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
