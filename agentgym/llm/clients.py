@@ -137,12 +137,15 @@ class HFClient(BaseClient):
     def __init__(self, model: str, options: ClientOptions | None = None) -> None:
         super().__init__(model, options)
         from agentgym.llm.engine import LocalEngine
+        from agentgym.llm.models import KNOWN_MODELS, resolve_model_path
 
-        if not Path(model).is_dir():
+        path = resolve_model_path(model)
+        if not Path(path).is_dir():
             raise FileNotFoundError(
-                f"hf:{model}: no checkpoint directory there (make one with `agentgym model init DIR`)"
+                f"hf:{model}: no checkpoint directory there (make one with `agentgym model init"
+                f" DIR`, or use a known model: {', '.join(f'hf:{n}' for n in KNOWN_MODELS)})"
             )
-        self.engine = LocalEngine(model, max_batch_size=self.options.max_batch_size)
+        self.engine = LocalEngine(path, max_batch_size=self.options.max_batch_size)
 
     def _call(self, request: ChatRequest) -> ChatResponse:
         prompt = self.engine.render(request.messages, request.tools)

@@ -61,7 +61,10 @@ class LocalEngine:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        from agentgym.llm.models import resolve_model_path
+
         hf_logging.disable_progress_bar()
+        path = resolve_model_path(str(path))
         tokenizer: Any = AutoTokenizer.from_pretrained(str(path))
         loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
         model: Any = loader.from_pretrained(str(path)).to(device).eval()

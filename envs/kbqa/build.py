@@ -19,6 +19,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from agentgym.cache import cache_dir, sha256_file
+
 SCHEMA_VERSION = 1
 
 
@@ -57,23 +59,6 @@ METAQA = KBSpec(
 def entity_id(name: str) -> str:
     """Stable id of a named entity: ``m.`` + 10 hex digits of the name's sha256."""
     return "m." + hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
-
-
-def cache_dir() -> Path:
-    """Where built KBs are kept (created on first build, never on import)."""
-    if os.environ.get("AGENTGYM_CACHE"):
-        return Path(os.environ["AGENTGYM_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "agentgym"
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def metaqa_source() -> Path:

@@ -2,7 +2,8 @@
 
 LLM partners and judges need a model spec for agentgym's LLM layer (``openai:MODEL?base_url=...``):
 ``llm:SPEC``, or plain ``llm`` with the model given to the env (``model=...``) or in the
-environment variable ``AGENTGYM_SOCIAL_MODEL``.
+environment variable ``AGENTGYM_SOCIAL_MODEL``; with none of these, the embedded default
+``hf:smollm2``.
 """
 
 from __future__ import annotations
@@ -32,11 +33,10 @@ def model_spec(spec: str, model: str | None) -> str:
     """The LLM spec of ``llm[:SPEC]``, falling back to ``model`` and ``$AGENTGYM_SOCIAL_MODEL``."""
     _, _, explicit = spec.partition(":")
     chosen = explicit or model or os.environ.get(MODEL_ENV_VAR)
-    if not chosen:
-        raise ValueError(
-            f"{spec!r} needs a model: write llm:openai:MODEL, pass model='openai:MODEL' to the env, "
-            f"or set {MODEL_ENV_VAR}"
-        )
+    if not chosen:  # the embedded default: write llm:SPEC, model=SPEC or $AGENTGYM_SOCIAL_MODEL
+        from agentgym.llm.models import default_model_spec
+
+        return default_model_spec("the social judge and partners")
     return chosen
 
 

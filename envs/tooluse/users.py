@@ -196,13 +196,20 @@ class LLMUser:
 
 
 def make_user(spec: str | UserSimulator) -> UserSimulator:
-    """``gold``, ``uncooperative``, ``llm:<client spec>`` (``llm:openai:gpt-4o``), or an instance."""
+    """``gold``, ``uncooperative``, ``llm:<client spec>`` (``llm:openai:gpt-4o``), plain ``llm``
+    (the embedded default model), or an instance."""
     if not isinstance(spec, str):
         return spec
     if spec == "gold":
         return GoldUser()
     if spec == "uncooperative":
         return UncooperativeUser()
+    if spec == "llm":
+        from agentgym.llm.models import default_model_spec
+
+        return LLMUser(default_model_spec("the tau LLM user"))
     if spec.startswith("llm:") and len(spec) > 4:
         return LLMUser(spec[4:])
-    raise ValueError(f"unknown user {spec!r}; use 'gold', 'uncooperative' or 'llm:<model spec>'")
+    raise ValueError(
+        f"unknown user {spec!r}; use 'gold', 'uncooperative', 'llm' or 'llm:<model spec>'"
+    )
