@@ -4,6 +4,7 @@ after RL (seeds x Wilson intervals), and rollout throughput with batched generat
     python benchmarks/train_demo.py                # full: 3 seeds
     python benchmarks/train_demo.py --quick        # about 2 minutes, one seed
     python benchmarks/train_demo.py --env Household-v0   # 16 turns
+    python benchmarks/train_demo.py --model smollm2 --env KBQA-v0 --quick   # benchmarks/train_real.py
 
 The demo's task distribution is chosen for a 2-layer model trained for minutes from random
 weights: product tasks of ``clarify/train`` and ``clarify/test`` narrowed to ``--candidates``
@@ -411,6 +412,12 @@ def report(
 
 def parse(argv: list[str] | None = None) -> Any:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--model",
+        choices=["tiny"],
+        default="tiny",
+        help="tiny: from scratch; any other (smollm2): benchmarks/train_real.py",
+    )
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="one seed, fewer steps (the test's run)")
     p.add_argument("--env", choices=["Clarify-v0", "Household-v0"], default="Clarify-v0")
@@ -438,6 +445,11 @@ def parse(argv: list[str] | None = None) -> Any:
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--model", default="tiny")
+    if pre.parse_known_args(argv)[0].model != "tiny":  # a pretrained model: train_real.py
+        real = _sibling("train_real")
+        return real.main(real.parse(argv))
     args = parse(argv)
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
@@ -458,6 +470,16 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         tp = throughput(root / "sft-0" / "final", suites, args, root)
         report(results, tp, console)
     return results
+
+
+def _sibling(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":
