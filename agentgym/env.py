@@ -9,6 +9,7 @@ for free.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -57,6 +58,14 @@ class TextEnv(gymnasium.Env[str, str]):
     """True where any non-empty text is a legitimate action (a message to a simulated user), so
     only structurally empty or broken strings count as malformed."""
 
+    one_line_actions: ClassVar[bool] = False
+    """True where every action is one line (a command, a query): LLM agents then stop generating
+    at the first newline and need few tokens (``action_max_tokens``)."""
+    action_max_tokens: ClassVar[int] = 256
+    """Completion tokens an LLM agent needs for one action here (its default ``max_tokens``)."""
+    demo_suite: ClassVar[str | None] = None
+    """A training split whose first task the expert plays for ``demonstration()``."""
+
     observation_space = UnicodeText(max_length=1 << 20)
     action_space = UnicodeText(max_length=1 << 14)
 
@@ -98,6 +107,15 @@ class TextEnv(gymnasium.Env[str, str]):
     def expert_action(self) -> str:
         """The oracle's next action in the current state."""
         raise NoExpert(f"{type(self).__name__} has no expert")
+
+    def demonstration(self, turns: int = 2) -> list[dict[str, str]]:
+        """The expert's first ``turns`` exchanges on the first task of ``demo_suite``, as chat
+        messages: an in-context example of the action format for LLM agents (as ReAct shows
+        ALFWorld agents solved games). Played on a fresh env of this type, never on this one's
+        episode; empty where the env has no demo suite. Computed once per env type."""
+        if self.demo_suite is None:
+            return []
+        return [dict(m) for m in _demonstration(type(self), self.demo_suite, turns)]
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(
@@ -194,3 +212,20 @@ class TextEnv(gymnasium.Env[str, str]):
         raise TypeError(
             f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}"
         )
+
+
+@functools.lru_cache(maxsize=None)
+def _demonstration(
+    env_type: type[TextEnv], suite: str, turns: int
+) -> tuple[tuple[tuple[str, str], ...], ...]:
+    env = env_type()
+    task = TaskSuite.load(suite).tasks[0]
+    obs, _ = env.reset(seed=0, options={"task": task})
+    messages: list[tuple[tuple[str, str], ...]] = []
+    for _ in range(turns):
+        action = env.expert_action()
+        messages += [(("role", "user"), ("content", obs)), (("role", "assistant"), ("content", action))]
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
+    return tuple(messages)

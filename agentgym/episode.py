@@ -27,6 +27,9 @@ class Usage(BaseModel):
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     loss_mask: list[int] | None = None
+    history: str | None = None
+    """How the agent cut its history to fit the model's context for this call (the rule and what
+    it dropped); None when the whole history was sent."""
 
 
 class Step(BaseModel):

@@ -49,6 +49,8 @@ class Summary:
     mean_steps: float
     mean_tokens: float
     total_cost: float
+    invalid_rate: float = 0.0
+    """Share of all steps whose action the env rejected (``info["valid"]`` false)."""
     pass_at: dict[int, float] = field(default_factory=dict)
     pass_hat: dict[int, float] = field(default_factory=dict)
 
@@ -84,6 +86,8 @@ def summarize(rows: Iterable[dict[str, Any]], group: str = "all") -> Summary:
         mean_steps=mean("steps"),
         mean_tokens=mean("prompt_tokens") + mean("completion_tokens"),
         total_cost=sum(float(r["cost"] or 0) for r in rows),
+        invalid_rate=sum(int(r.get("invalid_steps") or 0) for r in rows)
+        / max(1, sum(int(r["steps"] or 0) for r in rows)),
         pass_at={k: _mean(pass_at_k(len(v), sum(v), k) for v in by_task.values()) for k in ks},
         pass_hat={k: _mean(pass_hat_k(len(v), sum(v), k) for v in by_task.values()) for k in ks},
     )

@@ -20,7 +20,8 @@ def run_summaries(
 
 
 def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
-    """One row per (run, group): success with its 95% Wilson interval, score, pass@k/pass^k, costs.
+    """One row per (run, group): success with its 95% Wilson interval, score, pass@k/pass^k, steps,
+    the share of invalid actions, costs.
 
     Token and cost columns appear only when some run used tokens (scripted agents use none).
     """
@@ -36,6 +37,7 @@ def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
         "score",
         *[f"pass@{k} pass^{k}" for k in ks],
         "steps",
+        "invalid",
     ]:
         table.add_column(col, justify="right")
     if show_tokens:
@@ -56,7 +58,7 @@ def report_table(results: list[tuple[dict[str, Any], list[Summary]]]) -> Table:
                 f"{s.mean_score:.3f}",
             ]
             cells += [f"{_fmt(s.pass_at.get(k))} {_fmt(s.pass_hat.get(k))}" for k in ks]
-            cells.append(f"{s.mean_steps:.1f}")
+            cells += [f"{s.mean_steps:.1f}", f"{s.invalid_rate:.1%}"]
             if show_tokens:
                 cells += [f"{s.mean_tokens:.0f}", f"{s.total_cost:.4f}"]
             cells.append(f"[red]{s.errors}[/red]" if s.errors else "0")

@@ -175,10 +175,14 @@ class Store:
             conn.executemany(_INSERT_STEP, (_step_row(key, s) for s in ep.steps))
 
     def episode_rows(self, run_id: str) -> list[dict[str, Any]]:
-        """Episode summaries (no steps) of a run, with ``tags`` decoded."""
+        """Episode summaries (no steps) of a run, with ``tags`` decoded and ``invalid_steps`` (steps
+        whose action the env rejected) counted."""
         rows = list(
             self.db.query(
-                "select * from episodes where run_id = ? order by task_id, sample", [run_id]
+                "select e.*, (select count(*) from steps s where s.run_id = e.run_id"
+                " and s.task_id = e.task_id and s.sample = e.sample and s.valid = 0)"
+                " as invalid_steps from episodes e where e.run_id = ? order by e.task_id, e.sample",
+                [run_id],
             )
         )
         for r in rows:

@@ -25,7 +25,16 @@ class ChatAgentConfig(BaseModel):
     """How the agent prompts and parses (``--agent openai:gpt-4o?temperature=0.7&max_tokens=512``)."""
 
     temperature: float = 0.0
-    max_tokens: int = 256
+    max_tokens: int | None = None
+    """None: what the env says one action needs (``action_max_tokens``, 256 by default)."""
+    stop: list[str] | None = None
+    """None: a newline where the env's actions are one line (``one_line_actions``), else none."""
+    context_tokens: int | None = None
+    """Prompt + completion budget; None: the client's model context (8,192 for SmolLM2), or no
+    limit where the client does not know it. Longer histories lose their oldest exchanges."""
+    demonstration: bool = True
+    """Start the chat with the env's expert playing two turns of a training task (where the env
+    has a ``demo_suite``): small models follow the action format from an example, not a rule."""
     max_format_errors: int = 2
     """Corrections per turn before the raw reply goes to the env."""
     history_turns: int | None = None
@@ -101,7 +110,14 @@ class ChatAgent:
         self.config = config or ChatAgentConfig()
         base = getattr(env, "unwrapped", env)
         self.system_prompt = "\n\n".join(p for p in (getattr(base, "system_prompt", ""), hint) if p)
-        self.few_shot: list[Message] = list(getattr(base, "few_shot_examples", []))
+        one_line = bool(getattr(base, "one_line_actions", False))
+        self.max_tokens = self.config.max_tokens or int(getattr(base, "action_max_tokens", 256))
+        self.stop = (
+            self.config.stop if self.config.stop is not None else (["\n"] if one_line else None)
+        )
+        self.context_tokens = self.config.context_tokens or getattr(client, "context_tokens", None)
+        demo = getattr(base, "demonstration", None)
+        self.few_shot: list[Message] = demo() if demo and self.config.demonstration else []
         self.name = f"chat:{getattr(client, 'model', '')}"
         self.format_errors = 0
 
@@ -118,8 +134,9 @@ class ChatAgent:
         self.messages += self._observation_messages(observation)
         usage = Usage()
         for attempt in range(self.config.max_format_errors + 1):
-            response = self.client.complete(self._request())
-            usage = _add_usage(usage, response)
+            request, history = self._request()
+            response = self.client.complete(request)
+            usage = _add_usage(usage, response).model_copy(update={"history": history})
             message = response.choices[0].message
             try:
                 action = parse_action(message, self.free_text)
@@ -147,25 +164,63 @@ class ChatAgent:
             ]
         return [{"role": "user", "content": observation}]
 
-    def _request(self) -> ChatRequest:
-        return ChatRequest(
-            messages=self._window(),
+    def _request(self) -> tuple[ChatRequest, str | None]:
+        """The next request, and how its history was cut (None: not cut)."""
+        messages, history = self._window()
+        request = ChatRequest(
+            messages=messages,
             temperature=self.config.temperature,
-            max_tokens=self.config.max_tokens,
+            max_tokens=self.max_tokens,
+            stop=self.stop,
             tools=self.tools,
             seed=self.seed,
         )
+        return request, history
 
-    def _window(self) -> list[Message]:
-        """System prompt, few-shot, first observation, then the last ``history_turns`` exchanges."""
+    def _window(self) -> tuple[list[Message], str | None]:
+        """System prompt, few-shot and first observation always; then the newest exchanges: the
+        last ``history_turns`` of them, and only as many as fit ``context_tokens`` with room for
+        the reply. Returns the messages and the rule applied when it dropped any."""
+        head_n = len(self.few_shot) + bool(self.system_prompt) + 1
+        head, tail = self.messages[:head_n], self.messages[head_n:]
         keep = self.config.history_turns
-        head = len(self.few_shot) + bool(self.system_prompt) + 1
-        if keep is None or len(self.messages) <= head + 2 * keep:
-            return self.messages
-        tail = self.messages[head:][-2 * keep - 1 :]
-        while tail and tail[0]["role"] in ("assistant", "tool"):  # never start mid-exchange
-            tail = tail[1:]
-        return self.messages[:head] + tail
+        if keep is not None and len(tail) > 2 * keep:
+            tail = _from_exchange_start(tail[-2 * keep - 1 :])
+        newest = next((i for i in range(len(tail), 0, -1) if tail[i - 1]["role"] == "assistant"), 0)
+        current = len(tail) - newest  # this turn's observation: never dropped
+        while len(tail) > current and self._too_long(head + tail):
+            tail = _from_exchange_start(tail[1:]) or tail[len(tail) - current :]
+        dropped = len(self.messages) - len(head) - len(tail)
+        if not dropped:
+            return self.messages, None
+        rule = (
+            f"kept system prompt, few-shot and first observation, then the newest exchanges"
+            f" (history_turns={keep}, context_tokens={self.context_tokens},"
+            f" reply max_tokens={self.max_tokens}); dropped the {dropped} oldest messages"
+        )
+        return head + tail, rule
+
+    def _too_long(self, messages: list[Message]) -> bool:
+        budget = (self.context_tokens or 0) - self.max_tokens
+        if (
+            not self.context_tokens
+            or sum(len(str(m.get("content") or "")) for m in messages) < budget
+        ):
+            return False  # never more tokens than characters: no need to count
+        count = getattr(self.client, "count_tokens", None)
+        tokens = (
+            count(messages, self.tools)
+            if count
+            else sum(len(str(m.get("content") or "")) // 4 for m in messages)
+        )
+        return bool(tokens > budget)
+
+
+def _from_exchange_start(tail: list[Message]) -> list[Message]:
+    """Never start a history mid-exchange (on a reply or a tool result)."""
+    while tail and tail[0]["role"] in ("assistant", "tool"):
+        tail = tail[1:]
+    return tail
 
 
 def _assistant(message: Message) -> Message:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 import agentgym
+from agentgym.task import TaskSuite
 from agentgym.agents.llm import ChatAgent, ChatAgentConfig, FormatError, parse_action
 from agentgym.llm import ChatRequest, make_client
 from agentgym.llm.clients import ClientOptions, HFClient
@@ -53,7 +54,7 @@ def test_unusable_replies_are_format_errors(reply):
 
 def test_format_errors_are_explained_and_bounded():
     client = ScriptedClient(["first\nsecond", "a\nb", "still\nbad"])
-    agent = ChatAgent(client, agentgym.make("Clarify-v0"), ChatAgentConfig(max_format_errors=2))
+    agent = ChatAgent(client, agentgym.make("Clarify-v0"), ChatAgentConfig(max_format_errors=2, demonstration=False))
     agent.reset({"seed": 1})
     action = agent.act("obs", {})
     assert action.text == "still\nbad" and agent.format_errors == 3 and len(client.requests) == 3
@@ -80,7 +81,7 @@ def test_system_prompt_hint_seed_and_tool_messages():
 
 def test_history_window_keeps_head_and_recent_turns():
     client = ScriptedClient(lambda req: "ask[a=b]")
-    agent = ChatAgent(client, agentgym.make("Clarify-v0"), ChatAgentConfig(history_turns=2))
+    agent = ChatAgent(client, agentgym.make("Clarify-v0"), ChatAgentConfig(history_turns=2, demonstration=False))
     agent.reset({})
     for i in range(6):
         agent.act(f"obs {i}", {})
@@ -92,6 +93,42 @@ def test_history_window_keeps_head_and_recent_turns():
         "obs 5",
     ]
     assert sent[0]["role"] == "system"
+    assert "history_turns=2" in agent.act("obs 6", {}).usage.history
+
+
+def test_env_sets_stop_tokens_and_demonstration():
+    client = ScriptedClient(lambda req: "ask[a=b]")
+    agent = ChatAgent(client, agentgym.make("Clarify-v0"))
+    agent.reset({})
+    action = agent.act("the first observation", {})
+    request = client.requests[-1]
+    assert request.stop == ["\n"] and request.max_tokens == 48  # one-line actions
+    roles = [m["role"] for m in request.messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    demo = agentgym.make("Clarify-v0")  # the demonstration is the expert on clarify/train's first task
+    obs, _ = demo.reset(seed=0, options={"task": TaskSuite.load("clarify/train").tasks[0]})
+    assert request.messages[1]["content"] == obs
+    assert request.messages[2]["content"] == demo.unwrapped.expert_action()
+    assert request.messages[-1]["content"] == "the first observation"
+    assert action.usage.history is None  # nothing cut
+    free = ChatAgent(client, agentgym.make("Swe-v0"), ChatAgentConfig(max_tokens=99))
+    free.reset({})
+    free.act("obs", {})
+    assert client.requests[-1].stop is None and client.requests[-1].max_tokens == 99
+
+
+def test_context_window_drops_oldest_exchanges_and_records_it():
+    client = ScriptedClient(lambda req: "ask[a=b]")
+    config = ChatAgentConfig(context_tokens=400, max_tokens=50, demonstration=False)
+    agent = ChatAgent(client, agentgym.make("Clarify-v0"), config)
+    agent.reset({})
+    histories = [agent.act(f"observation {i} " + "x" * 400, {}).usage.history for i in range(6)]
+    assert histories[0] is None and "dropped" in histories[-1]
+    sent = client.requests[-1].messages
+    users = [m["content"] for m in sent if m["role"] == "user"]
+    assert users[0].startswith("observation 0") and users[-1].startswith("observation 5")
+    assert len(users) < 6  # older exchanges left out
+    assert sent[len(sent) - 2 * (len(users) - 1)]["role"] == "user"  # starts on a whole exchange
 
 
 def test_hf_agent_spec_batches_concurrent_episodes(tiny_model, tmp_path):

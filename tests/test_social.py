@@ -273,10 +273,14 @@ def test_follower_behaviour_depends_on_the_strategy_words(negotiation):
 
 
 def test_unverifiable_scenarios_need_an_llm_judge(monkeypatch):
+    from agentgym.envs.social.factory import model_spec
+
     monkeypatch.delenv("AGENTGYM_SOCIAL_MODEL", raising=False)
     task = next(t for t in TaskSuite.load("social/hard") if t.config["deal"] is None)
-    with pytest.raises(ValueError, match="needs a model"):
-        agentgym.make("Social-v0").reset(seed=0, options={"task": task})
+    assert model_spec("llm", None) == "hf:smollm2"  # no model given: the embedded default
+    assert model_spec("llm", "openai:x") == "openai:x"
+    monkeypatch.setenv("AGENTGYM_SOCIAL_MODEL", "openai:y")
+    assert model_spec("llm", None) == "openai:y"
     with pytest.raises(ValueError, match="rule-based judge scores only"):
         agentgym.make("Social-v0", judge="rule").reset(seed=0, options={"task": task})
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentgym.episode import Usage
-from agentgym.llm.base import ChatRequest, ChatResponse, Choice
+from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message
 from agentgym.llm.cache import LLMCache, cache_key
 from agentgym.llm.ratelimit import RateLimiter
 from agentgym.llm.retry import RetryPolicy, call_with_retries
@@ -146,6 +146,14 @@ class HFClient(BaseClient):
                 f" DIR`, or use a known model: {', '.join(f'hf:{n}' for n in KNOWN_MODELS)})"
             )
         self.engine = LocalEngine(path, max_batch_size=self.options.max_batch_size)
+        self.context_tokens: int | None = getattr(
+            self.engine.model.config, "max_position_embeddings", None
+        )
+        """The model's context window: agents cut longer histories to fit it."""
+
+    def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> int:
+        """Prompt tokens of a chat, rendered exactly as a request would be."""
+        return len(self.engine.render(messages, tools))
 
     def _call(self, request: ChatRequest) -> ChatResponse:
         prompt = self.engine.render(request.messages, request.tools)

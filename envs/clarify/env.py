@@ -86,6 +86,10 @@ class _Catalog:
 class ClarifyEnv(TextEnv):
     """Intent clarification ("20 questions") over real products and movies."""
 
+    one_line_actions = True
+    action_max_tokens = 48
+    demo_suite = "clarify/train"
+
     config_model = ClarifyConfig
     default_suite = "clarify/test"
     system_prompt = (

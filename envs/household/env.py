@@ -43,6 +43,10 @@ _LOCK = threading.Lock()
 class HouseholdEnv(TextEnv):
     """ALFWorld-compatible household text game (six task types, real ALFRED floor plans)."""
 
+    one_line_actions = True
+    action_max_tokens = 48
+    demo_suite = "household/train"
+
     config_model = HouseholdConfig
     default_suite = "household/valid_unseen"
     system_prompt = SYSTEM_PROMPT

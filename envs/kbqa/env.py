@@ -81,6 +81,9 @@ class KBQAState:
 class KBQAEnv(TextEnv):
     """Knowledge-base question answering with KBQA-R1's action space."""
 
+    action_max_tokens = 160
+    demo_suite = "kbqa/metaqa-train"
+
     config_model = KBQAConfig
     default_suite = "kbqa/metaqa-test"
     system_prompt = SYSTEM_PROMPT

@@ -53,6 +53,9 @@ class SeatState:
 class OversightSeatEnv(TextEnv):
     """Base of the two seat envs; ``seat`` is ``agent`` or ``human``."""
 
+    one_line_actions = True
+    action_max_tokens = 16
+
     config_model: ClassVar[type[BaseModel]] = GridConfig
     system_prompt: ClassVar[str] = SEAT_PROMPT
     default_suite: ClassVar[str | None] = "oversight/grid"

@@ -38,6 +38,8 @@ class SocialState:
 class SocialEnv(TextEnv):
     """Sotopia social interaction, one seat, the partner embedded (see the package docs)."""
 
+    action_max_tokens = 128
+
     config_model = SocialConfig
     default_suite = "social/negotiation"
     system_prompt = SYSTEM_PROMPT

@@ -131,6 +131,8 @@ def expert_calls(
 class BFCLEnv(TextEnv):
     """Berkeley Function Calling Leaderboard (v4) simple, multiple and parallel, AST-graded."""
 
+    action_max_tokens = 192
+
     config_model: ClassVar[type[BaseModel]] = BFCLConfig
     default_suite: ClassVar[str | None] = "bfcl/simple"
     system_prompt: ClassVar[str] = (

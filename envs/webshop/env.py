@@ -69,6 +69,10 @@ def shop_for(catalog: str) -> Shop:
 class WebShopEnv(TextEnv):
     """WebShop-compatible web shopping (text mode) with WebShop's reward."""
 
+    one_line_actions = True
+    action_max_tokens = 64
+    demo_suite = "webshop/train"
+
     config_model = WebShopConfig
     default_suite = "webshop/test"
     system_prompt = (
