@@ -214,7 +214,7 @@ class TextEnv(gymnasium.Env[str, str]):
         )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _demonstration(
     env_type: type[TextEnv], suite: str, turns: int
 ) -> tuple[tuple[tuple[str, str], ...], ...]:

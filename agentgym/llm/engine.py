@@ -5,6 +5,12 @@ clients) queue up; one generation thread takes whatever has arrived within ``max
 ``max_batch_size``, left-pads it and runs one batched ``generate`` with the KV cache. A 1M-parameter
 model generates ~600 tokens/s at batch 1 and ~9,000 at batch 32 on this machine: batching across
 episodes is worth an order of magnitude.
+
+Each row stops at its own stop strings, end-of-sequence token or token limit, and the batch ends
+when every row has stopped (an agent's one-line action with ``stop=["\\n"]`` costs as many decode
+steps as its longest line, not ``max_tokens``). Engines loaded from a checkpoint keep a
+:class:`~agentgym.llm.prefix.PrefixCache`: a prompt that starts with an earlier prompt and its
+completion (the next turn of an episode) prefills only its new tokens.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from agentgym.llm.prefix import KV, Hit, PrefixCache, batch_cache, row_kv
 
 
 class Generation(BaseModel):
@@ -48,6 +56,22 @@ class _Request:
     future: Future[Generation] = field(default_factory=Future)
 
 
+@dataclass
+class EngineStats:
+    """Counters over every batch run so far (benchmarks and tests read them)."""
+
+    batches: int = 0
+    rows: int = 0
+    steps: int = 0
+    """Generated positions summed over batches: one forward pass of the whole batch each."""
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens whose keys and values came from the prefix cache instead of a prefill."""
+    prefill_tokens: int = 0
+    """Positions the prefills computed, padding included."""
+    completion_tokens: int = 0
+
+
 class LocalEngine:
     """Thread-safe batched generation for one local causal LM checkpoint."""
 
@@ -57,6 +81,7 @@ class LocalEngine:
         max_batch_size: int = 32,
         max_wait_s: float = 0.005,
         device: str = "cpu",
+        prefix_cache_mb: int = 2048,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -69,6 +94,7 @@ class LocalEngine:
         loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
         model: Any = loader.from_pretrained(str(path)).to(device).eval()
         self._setup(model, tokenizer, str(path), max_batch_size, max_wait_s, device, thread=True)
+        self._enable_prefix_cache(prefix_cache_mb)
 
     @classmethod
     def from_model(
@@ -78,15 +104,19 @@ class LocalEngine:
         max_batch_size: int = 32,
         device: str = "cpu",
         thread: bool = False,
+        prefix_cache_mb: int = 0,
     ) -> LocalEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
         The model is used as is (not copied, not put in eval mode). ``thread=False`` starts no
-        batching thread: call :meth:`generate_batch` from one thread, synchronously.
+        batching thread: call :meth:`generate_batch` from one thread, synchronously. The prefix
+        cache is off by default: cached keys and values go stale when the weights change (call
+        :meth:`clear_prefix_cache` after every update if you turn it on).
         """
         engine = cls.__new__(cls)
         path = str(getattr(model, "name_or_path", "") or "in-memory")
         engine._setup(model, tokenizer, path, max_batch_size, 0.005, device, thread=thread)
+        engine._enable_prefix_cache(prefix_cache_mb)
         return engine
 
     def _setup(
@@ -110,12 +140,18 @@ class LocalEngine:
         self.max_wait_s = max_wait_s
         self.batch_sizes: list[int] = []
         """Size of every batch run so far (for benchmarks and tests)."""
+        self.stats = EngineStats()
+        self.prefix_cache: PrefixCache | None = None
         self._torch = torch
         self._queue: queue.Queue[_Request] = queue.Queue()
         self._thread: threading.Thread | None = None
         if thread:
             self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
             self._thread.start()
+
+    def _enable_prefix_cache(self, megabytes: int) -> None:
+        if megabytes > 0 and _cache_api() is not None:
+            self.prefix_cache = PrefixCache(megabytes << 20)
 
     # ------------------------------------------------------------------ public
     def render(
@@ -155,6 +191,7 @@ class LocalEngine:
         top_p: float = 1.0,
         seed: int | None = None,
         keep_eos: bool = False,
+        stop: list[str] | None = None,
     ) -> list[Generation]:
         """Generate for every prompt in this thread, ``max_batch_size`` at a time, in order.
 
@@ -167,11 +204,16 @@ class LocalEngine:
         for start in range(0, len(prompts), self.max_batch_size):
             chunk_seed = None if seed is None else seed + start
             group = [
-                _Request(p, max_new_tokens, (), sampling, chunk_seed)
+                _Request(p, max_new_tokens, tuple(stop or ()), sampling, chunk_seed)
                 for p in prompts[start : start + self.max_batch_size]
             ]
             out += self._run(sampling, group, keep_eos)
         return out
+
+    def clear_prefix_cache(self) -> None:
+        """Forget every cached prefix (after the model's weights change)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     # ------------------------------------------------------------------ batching loop
     def _loop(self) -> None:
@@ -186,7 +228,25 @@ class LocalEngine:
             for request in batch:
                 groups[request.sampling].append(request)
             for sampling, group in groups.items():
-                self._run_guarded(sampling, group)
+                for part in self._split(group):
+                    self._run_guarded(sampling, part)
+
+    def _split(self, group: list[_Request], min_waste: int = 256) -> list[list[_Request]]:
+        """Sub-batches of similar prefill lengths: a row never pads more than half the longest.
+
+        A short prompt batched with a long one computes the long one's length in padding; past
+        ``min_waste`` tokens that costs more than running it in a batch of its own.
+        """
+        todo = {id(r): len(r.prompt_ids) - _length(self._match(r.prompt_ids)) for r in group}
+        parts: list[list[_Request]] = []
+        for request in sorted(group, key=lambda r: -todo[id(r)]):
+            if parts:
+                longest, n = todo[id(parts[-1][0])], todo[id(request)]
+                if longest - n <= max(min_waste, longest // 2):
+                    parts[-1].append(request)
+                    continue
+            parts.append([request])
+        return parts
 
     def _run_guarded(self, sampling: SamplingParams, group: list[_Request]) -> None:
         try:
@@ -198,43 +258,101 @@ class LocalEngine:
         for request, result in zip(group, results, strict=True):
             request.future.set_result(result)
 
+    def _match(self, prompt: list[int]) -> Hit | None:
+        return None if self.prefix_cache is None else self.prefix_cache.match(prompt)
+
+    # ------------------------------------------------------------------ one batch
     def _run(
         self, sampling: SamplingParams, group: list[_Request], keep_eos: bool = False
     ) -> list[Generation]:
         torch = self._torch
         self.batch_sizes.append(len(group))
-        width = max(len(r.prompt_ids) for r in group)
-        pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor(
-            [[pad] * (width - len(r.prompt_ids)) + r.prompt_ids for r in group]
-        )
-        mask = torch.tensor(
-            [[0] * (width - len(r.prompt_ids)) + [1] * len(r.prompt_ids) for r in group]
-        )
+        hits = [self._match(r.prompt_ids) for r in group]
+        batch = _Layout(group, [_length(h) for h in hits], self.tokenizer.pad_token_id)
+        extra: dict[str, Any] = {}
+        cache = None
+        if self.prefix_cache is not None:
+            cache = self._batch_cache(hits, batch.cached)
+            extra[_cache_api()[0]] = cache  # type: ignore[index]
+        stops = _StopCriteria(self.tokenizer, batch.width, group)
+        if stops.needed:
+            from transformers import StoppingCriteriaList
+
+            extra["stopping_criteria"] = StoppingCriteriaList([stops])
         if sampling.temperature > 0 and group[0].seed is not None:
             torch.manual_seed(group[0].seed)
         with torch.inference_mode():
             out = self.model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=mask.to(self.device),
+                input_ids=torch.tensor(batch.ids, device=self.device),
+                attention_mask=torch.tensor(batch.mask, device=self.device),
                 max_new_tokens=max(r.max_new_tokens for r in group),
                 do_sample=sampling.temperature > 0,
                 temperature=sampling.temperature if sampling.temperature > 0 else None,
                 top_p=sampling.top_p if sampling.temperature > 0 else None,
                 top_k=None,
-                pad_token_id=pad,
+                pad_token_id=self.tokenizer.pad_token_id,
                 eos_token_id=self.tokenizer.eos_token_id,
                 return_dict_in_generate=True,
                 output_scores=True,
+                **extra,
             )
             logprobs = self.model.compute_transition_scores(
                 out.sequences, out.scores, normalize_logits=True
             )
-        new_tokens = out.sequences[:, width:].tolist()
-        return [
+        new_tokens = out.sequences[:, batch.width :].tolist()
+        gens = [
             self._finish(r, new_tokens[i], logprobs[i].tolist(), keep_eos)
             for i, r in enumerate(group)
         ]
+        self._count(batch, len(out.scores), gens)
+        if cache is not None:
+            self._remember(group, hits, gens, batch, cache)
+        return gens
+
+    def _batch_cache(self, hits: list[Hit | None], width: int) -> Any:
+        """A transformers cache holding each row's cached prefix, right-aligned to ``width``."""
+        assert self.prefix_cache is not None
+        cache_class = _cache_api()[1]  # type: ignore[index]
+        rows = [([], 0) if h is None else (self.prefix_cache.kv(h), h.length) for h in hits]
+        template = next((kv for kv, n in rows if n), None)
+        if template is None:
+            return cache_class(config=self.model.config)
+        return cache_class(batch_cache(rows, width, template), config=self.model.config)
+
+    def _remember(
+        self,
+        group: list[_Request],
+        hits: list[Hit | None],
+        gens: list[Generation],
+        batch: _Layout,
+        cache: Any,
+    ) -> None:
+        """Cache every row's prompt and completion; drop the entries they continue."""
+        assert self.prefix_cache is not None
+        torch = self._torch
+        kv: KV = [(layer.keys, layer.values) for layer in cache.layers]
+        fed = kv[0][0].shape[2] - batch.width  # the last token generated was never fed back
+        for hit in hits:
+            if hit is not None and self.prefix_cache.continued(hit):
+                self.prefix_cache.drop(hit.key)
+        mask = torch.tensor(batch.mask)
+        for i, (request, gen) in enumerate(zip(group, gens, strict=True)):
+            m = min(len(gen.token_ids), fed)
+            positions = torch.cat(
+                [mask[i].nonzero().flatten(), torch.arange(batch.width, batch.width + m)]
+            ).to(kv[0][0].device)
+            ids = request.prompt_ids + gen.token_ids[:m]
+            self.prefix_cache.put(ids, len(request.prompt_ids), row_kv(kv, i, positions))
+
+    def _count(self, batch: _Layout, steps: int, gens: list[Generation]) -> None:
+        s = self.stats
+        s.batches += 1
+        s.rows += len(gens)
+        s.steps += steps
+        s.prompt_tokens += sum(g.prompt_tokens for g in gens)
+        s.cached_tokens += sum(batch.cached_per_row)
+        s.prefill_tokens += len(gens) * (batch.width - batch.cached)
+        s.completion_tokens += sum(len(g.token_ids) for g in gens)
 
     def _finish(
         self, request: _Request, tokens: list[int], logprobs: list[float], keep_eos: bool = False
@@ -263,3 +381,81 @@ class LocalEngine:
             finish_reason=finish,
             prompt_tokens=len(request.prompt_ids),
         )
+
+
+class _Layout:
+    """A batch's input rows: ``[pad | cached prefix | pad | prompt tail]``, pads masked out.
+
+    The cached prefixes end together at column ``cached`` and the tails at ``width``; the model
+    sees each row's positions counted over its mask, as for plain left padding.
+    """
+
+    def __init__(self, group: list[_Request], cached: list[int], pad: int) -> None:
+        self.cached = max(cached)
+        tails = [len(r.prompt_ids) - c for r, c in zip(group, cached, strict=True)]
+        self.width = self.cached + max(tails)
+        self.cached_per_row = cached
+        self.ids: list[list[int]] = []
+        self.mask: list[list[int]] = []
+        for r, c, t in zip(group, cached, tails, strict=True):
+            gap, head = self.width - self.cached - t, self.cached - c
+            self.ids.append([pad] * head + r.prompt_ids[:c] + [pad] * gap + r.prompt_ids[c:])
+            self.mask.append([0] * head + [1] * c + [0] * gap + [1] * t)
+
+
+class _StopCriteria:
+    """A transformers stopping criterion: each row stops at its own stop strings or token limit.
+
+    ``generate`` pads a stopped row from then on and ends when every row has stopped (EOS rows
+    stop by themselves). Text is decoded as :meth:`LocalEngine._finish` decodes it, so a row stops
+    exactly when ``_finish`` would find one of its stop strings.
+    """
+
+    def __init__(self, tokenizer: Any, start: int, group: list[_Request]) -> None:
+        self.tokenizer = tokenizer
+        self.start = start
+        self.stops = [tuple(s for s in r.stop if s) for r in group]
+        self.limits = [r.max_new_tokens for r in group]
+        self.done = [False] * len(group)
+        self.needed = any(self.stops) or len(set(self.limits)) > 1
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        new = input_ids[:, self.start :].tolist()
+        for i, tokens in enumerate(new):
+            if self.done[i]:
+                continue
+            if len(tokens) >= self.limits[i]:
+                self.done[i] = True
+            elif self.stops[i]:
+                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+                self.done[i] = any(s in text for s in self.stops[i])
+        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+
+
+def _length(hit: Hit | None) -> int:
+    return 0 if hit is None else hit.length
+
+
+_CACHE_API: tuple[str, Any] | None | bool = False
+
+
+def _cache_api() -> tuple[str, Any] | None:
+    """(generate's keyword for a cache, DynamicCache) where DynamicCache exposes its layers' tensors.
+
+    Older transformers keep keys and values elsewhere; there the prefix cache stays off.
+    """
+    global _CACHE_API
+    if _CACHE_API is False:
+        import inspect
+
+        from transformers import DynamicCache
+        from transformers.generation.utils import GenerationMixin
+
+        if not hasattr(DynamicCache(), "layers"):
+            _CACHE_API = None
+        else:
+            params = inspect.signature(GenerationMixin.prepare_inputs_for_generation).parameters
+            _CACHE_API = ("cache" if "cache" in params else "past_key_values", DynamicCache)
+    return _CACHE_API  # type: ignore[return-value]
