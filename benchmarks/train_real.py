@@ -55,12 +55,14 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
     """Fill the settings ``--quick`` and the env decide (explicit flags win)."""
     kbqa = args.env == "KBQA-v0"
     quick = {
-        "seeds": 1, "sft_steps": 24, "rl_steps": 4, "eval_compositional": 16, "eval_iid": 8,
-        "eval_tasks": 16, "train_tasks": 48, "tasks_per_step": 4, "group_size": 4,
+        "seeds": 1, "sft_steps": 16, "rl_steps": 3, "eval_compositional": 12, "eval_iid": 6,
+        "eval_tasks": 16, "train_tasks": 40, "tasks_per_step": 3, "group_size": 4,
+        "max_context": 768,
     }  # fmt: skip
     full = {
         "seeds": 3, "sft_steps": 60, "rl_steps": 12, "eval_compositional": 40, "eval_iid": 20,
         "eval_tasks": 40, "train_tasks": 120, "tasks_per_step": 6, "group_size": 5,
+        "max_context": 1024,
     }  # fmt: skip
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key, None) is None:
@@ -290,7 +292,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--sft-steps", type=int, default=None)
     p.add_argument("--rl-steps", type=int, default=None)
-    p.add_argument("--sft-lr", type=float, default=2e-4)
+    p.add_argument("--sft-lr", type=float, default=3e-4)
     p.add_argument("--rl-lr", type=float, default=2e-5)
     p.add_argument("--sft-batch", type=int, default=4)
     p.add_argument("--micro-batch", type=int, default=4)
@@ -298,7 +300,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--max-new-tokens", type=int, default=None)
-    p.add_argument("--max-context", type=int, default=1024, help="episode ends beyond this")
+    p.add_argument("--max-context", type=int, default=None, help="episode ends beyond this")
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--lora-layers", type=int, default=8, help="adapt the top N decoder layers")
     p.add_argument("--model-layers", type=int, default=30, help="SmolLM2-135M has 30")
