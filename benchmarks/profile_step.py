@@ -87,7 +87,7 @@ def config(args: argparse.Namespace, suite: Path, out: Path) -> TrainConfig:
                 "max_context_tokens": args.max_context,
             },
             "algo": {"name": "grpo", "kl_coef": args.kl, "clip_high": 0.28,
-                     "skip_zero_advantage": not args.baseline,
+                     "skip_zero_advantage": not (args.baseline or args.keep_tied),
                      "loss_logits_only": not args.baseline},
             "optim": {"lr": 1e-5, "micro_batch_size": args.micro_batch,
                       "sort_by_length": not args.baseline},
@@ -153,6 +153,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--system-prompt", action="store_true")
     p.add_argument("--gradient-checkpointing", action="store_true")
     p.add_argument("--baseline", action="store_true", help="without this issue's optimisations")
+    p.add_argument("--keep-tied", action="store_true", help="train zero-advantage rows too")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", default=None, help="append the figures to this JSONL file")
     return p.parse_args(argv)
@@ -160,7 +161,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     args = parse(argv)
-    result = {"baseline": float(args.baseline), **profile(args)}
+    result = {"baseline": float(args.baseline), "keep_tied": float(args.keep_tied)}
+    result.update(profile(args))
     print(json.dumps(result, indent=1))
     if args.json:
         with open(args.json, "a", encoding="utf-8") as f:
