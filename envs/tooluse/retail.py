@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from agentgym.envs.tooluse.calculator import calculate
 from agentgym.envs.tooluse.data import read_json
 from agentgym.envs.tooluse.db import Database
 from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, tool
@@ -142,13 +143,6 @@ def base_tables() -> dict[str, dict[str, BaseModel]]:
     """The validated retail database, loaded once per process and shared by every episode."""
     db = RetailDB.model_validate(read_json("tau2/retail/db.json"))
     return {"products": dict(db.products), "users": dict(db.users), "orders": dict(db.orders)}
-
-
-def calculate(expression: str) -> str:
-    """Evaluate an arithmetic expression the way both benchmarks do (digits and + - * / ( ) . only)."""
-    if not all(char in "0123456789+-*/(). " for char in expression):
-        raise ValueError("Invalid characters in expression")
-    return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))
 
 
 class RetailTools(Toolkit):
