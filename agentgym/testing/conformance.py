@@ -11,6 +11,9 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from agentgym.env import NoExpert, TextEnv
 from agentgym.task import Task
 
+DEEPLY_NESTED = ["[" * 100_000, '{"a":' * 50_000]
+"""Nesting that makes ``json.loads`` (and naive recursive parsers) raise RecursionError."""
+
 MALFORMED_ACTIONS = [
     "",
     "   ",
@@ -18,10 +21,15 @@ MALFORMED_ACTIONS = [
     "%%% agentgym: not an action %%%",
     "[" * 500,
     "🙂 ünïcode",
+    "\ud800",
+    "(" * 100_000,
+    "1+" * 100_000 + "1",
+    *DEEPLY_NESTED,
 ]
-"""Strings no env should accept as a valid action."""
+"""Strings no env should accept as a valid action (the deep and long ones crash naive parsers:
+``ast.parse`` recurses, a lone surrogate cannot be encoded)."""
 
-STRUCTURAL_MALFORMED = ["", "   ", "\x00\x01\x02", "[" * 500]
+STRUCTURAL_MALFORMED = ["", "   ", "\x00\x01\x02", "[" * 500, *DEEPLY_NESTED]
 """What is malformed even where free text is an action (``TextEnv.free_text_actions``)."""
 
 
@@ -100,12 +108,14 @@ def check_malformed_actions(env: TextEnv, task: Task | str, seed: int) -> None:
             obs, _, _, _, info = env.step(action)  # type: ignore[arg-type]
         except Exception as e:
             raise ConformanceError(
-                f"step({action!r}) raised {e!r}; it must return an observation"
+                f"step({_short(action)}) raised {e!r}; it must return an observation"
             ) from e
         if not isinstance(obs, str) or not obs.strip():
-            raise ConformanceError(f"step({action!r}) must explain the problem in the observation")
+            raise ConformanceError(
+                f"step({_short(action)}) must explain the problem in the observation"
+            )
         if info.get("valid") is not False:
-            raise ConformanceError(f"step({action!r}) must set info['valid'] = False")
+            raise ConformanceError(f"step({_short(action)}) must set info['valid'] = False")
 
 
 def check_snapshot_restore(env: TextEnv, task: Task | str, seed: int, actions: list[str]) -> None:
@@ -139,6 +149,12 @@ def check_inaction_never_succeeds(
         if terminated or truncated:
             _check_final_info(info, task)
             return
+
+
+def _short(action: object) -> str:
+    """An action's repr for a message: the 100,000-character probes cut to a readable length."""
+    text = repr(action)
+    return text if len(text) <= 60 else f"{text[:50]}... ({len(text)} chars)"
 
 
 def _probes(env: TextEnv) -> list[str]:

@@ -73,6 +73,8 @@ def _from_json(text: str) -> AgentAction:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ActionError(f"The JSON action does not parse ({e.msg}). {FORMAT_HELP}") from None
+    except RecursionError:
+        raise ActionError(f"The JSON action is nested too deeply. {FORMAT_HELP}") from None
     if not isinstance(data, dict) or not isinstance(data.get("action_type"), str):
         raise ActionError(f'The JSON action needs a string "action_type". {FORMAT_HELP}')
     kind = _ALIASES.get(data["action_type"].strip().lower(), data["action_type"].strip().lower())

@@ -136,6 +136,8 @@ def _parse_json(text: str) -> Call | Invalid:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         return Invalid(f"The tool call is not valid JSON ({e.msg} at column {e.colno}). {HOWTO}")
+    except RecursionError:
+        return Invalid(f"The tool call is not valid JSON (nested too deeply). {HOWTO}")
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if isinstance(data, dict) and isinstance(data.get("function"), dict):
@@ -146,7 +148,7 @@ def _parse_json(text: str) -> Call | Invalid:
     if isinstance(args, str):
         try:
             args = json.loads(args or "{}")
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return Invalid("The tool call's arguments are not valid JSON.")
     if name not in TOOL_NAMES:
         return Invalid(f"Unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}.")

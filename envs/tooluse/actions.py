@@ -60,6 +60,8 @@ def parse_action(text: str) -> Parsed:
             data = json.loads(inner)
         except json.JSONDecodeError as e:
             return Malformed(f"The tool call is not valid JSON ({e.msg} at column {e.colno}).")
+        except RecursionError:
+            return Malformed("The tool call is not valid JSON (nested too deeply).")
         return from_json(data)
     if inner is not stripped:
         return Malformed("A fenced or <tool_call> block must hold a JSON tool call.")
@@ -96,6 +98,8 @@ def from_json(data: Any) -> Parsed:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as e:
             return Malformed(f"The arguments of {name!r} are not valid JSON ({e.msg}).")
+        except RecursionError:
+            return Malformed(f"The arguments of {name!r} are nested too deeply.")
     if not isinstance(arguments, dict):
         return Malformed(f"The arguments of {name!r} must be a JSON object.")
     if name == RESPOND:

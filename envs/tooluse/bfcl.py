@@ -72,6 +72,10 @@ def parse_calls(text: str) -> list[Call] | str:
         tree = ast.parse(stripped.strip("`"), mode="eval").body
     except SyntaxError as e:
         return f"Not a function call: {e.msg}."
+    except (RecursionError, MemoryError):
+        return "Not a function call: the expression is nested too deeply."
+    except UnicodeError:
+        return "Not a function call: the text is not valid Unicode."
     nodes = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
     calls: list[Call] = []
     for node in nodes:
@@ -79,7 +83,7 @@ def parse_calls(text: str) -> list[Call] | str:
             return "Each call must look like name(param=value, ...) with keyword arguments."
         try:
             kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return "Argument values must be literals (numbers, strings, lists, dicts...)."
         calls.append({ast.unparse(node.func): kwargs})
     return calls or "No function call found."
@@ -90,6 +94,8 @@ def _json_calls(text: str) -> list[Call] | str:
         data = json.loads(unwrap(text))
     except json.JSONDecodeError as e:
         return f"Not valid JSON ({e.msg} at column {e.colno})."
+    except RecursionError:
+        return "Not valid JSON (nested too deeply)."
     if isinstance(data, dict) and "tool_calls" in data:
         data = data["tool_calls"] or []
     calls: list[Call] = []
