@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections import defaultdict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -66,9 +67,9 @@ class EngineStats:
     """Generated positions summed over batches: one forward pass of the whole batch each."""
     prompt_tokens: int = 0
     cached_tokens: int = 0
-    """Prompt tokens whose keys and values came from the prefix cache instead of a prefill."""
+    """Prompt tokens whose keys and values an earlier request left in the prefix cache."""
     prefill_tokens: int = 0
-    """Positions the prefills computed, padding included."""
+    """Prompt positions computed, padding included."""
     completion_tokens: int = 0
 
 
@@ -142,8 +143,13 @@ class LocalEngine:
         """Size of every batch run so far (for benchmarks and tests)."""
         self.stats = EngineStats()
         self.prefix_cache: PrefixCache | None = None
+        self.prefill_alone_tokens = 32
+        """With a prefix cache, longer uncached prompt tails are prefilled one prompt at a time."""
         self._torch = torch
-        self._queue: queue.Queue[_Request] = queue.Queue()
+        self.patience = 0.5
+        """How long to wait for the previous batch's callers, as a fraction of its duration."""
+        self._last_rows, self._last_run_s = 1, 0.0
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         if thread:
             self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
@@ -210,6 +216,14 @@ class LocalEngine:
             out += self._run(sampling, group, keep_eos)
         return out
 
+    def close(self) -> None:
+        """Stop the batching thread after the requests already queued, and free the cache."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        self.clear_prefix_cache()
+
     def clear_prefix_cache(self) -> None:
         """Forget every cached prefix (after the model's weights change)."""
         if self.prefix_cache is not None:
@@ -217,36 +231,44 @@ class LocalEngine:
 
     # ------------------------------------------------------------------ batching loop
     def _loop(self) -> None:
-        while True:
-            batch = [self._queue.get()]
-            try:
-                while len(batch) < self.max_batch_size:
-                    batch.append(self._queue.get(timeout=self.max_wait_s))
-            except queue.Empty:
-                pass
+        while batch := self._collect():
+            started = time.monotonic()
             groups: dict[SamplingParams, list[_Request]] = defaultdict(list)
             for request in batch:
                 groups[request.sampling].append(request)
             for sampling, group in groups.items():
-                for part in self._split(group):
-                    self._run_guarded(sampling, part)
+                self._run_guarded(sampling, group)
+            self._last_rows, self._last_run_s = len(batch), time.monotonic() - started
 
-    def _split(self, group: list[_Request], min_waste: int = 256) -> list[list[_Request]]:
-        """Sub-batches of similar prefill lengths: a row never pads more than half the longest.
+    def _collect(self) -> list[_Request]:
+        """The next batch: what arrives until a gap of ``max_wait_s``, or until those expected.
 
-        A short prompt batched with a long one computes the long one's length in padding; past
-        ``min_waste`` tokens that costs more than running it in a batch of its own.
+        Callers usually come back: an episode's next turn, a client's next request. A batch that
+        started before the previous batch's callers returned would split them into two batches
+        that then alternate for ever, each paying every decode step. So until as many requests
+        as the previous batch answered have arrived, the batcher waits up to ``patience`` times
+        that batch's duration; past that it closes on the first gap of ``max_wait_s``.
         """
-        todo = {id(r): len(r.prompt_ids) - _length(self._match(r.prompt_ids)) for r in group}
-        parts: list[list[_Request]] = []
-        for request in sorted(group, key=lambda r: -todo[id(r)]):
-            if parts:
-                longest, n = todo[id(parts[-1][0])], todo[id(request)]
-                if longest - n <= max(min_waste, longest // 2):
-                    parts[-1].append(request)
-                    continue
-            parts.append([request])
-        return parts
+        first = self._queue.get()
+        if first is None:  # closed
+            return []
+        batch = [first]
+        expected = min(self._last_rows, self.max_batch_size)
+        deadline = time.monotonic() + max(self.max_wait_s, self.patience * self._last_run_s)
+        while len(batch) < self.max_batch_size:
+            if len(batch) >= expected:
+                timeout = self.max_wait_s
+            elif (timeout := deadline - time.monotonic()) <= 0:
+                break
+            try:
+                request = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                break
+            if request is None:
+                self._queue.put(None)  # run this batch, then stop
+                break
+            batch.append(request)
+        return batch
 
     def _run_guarded(self, sampling: SamplingParams, group: list[_Request]) -> None:
         try:
@@ -267,6 +289,10 @@ class LocalEngine:
     ) -> list[Generation]:
         torch = self._torch
         self.batch_sizes.append(len(group))
+        reused = sum(_length(self._match(r.prompt_ids)) for r in group)
+        if self.prefix_cache is not None:
+            for request in group:
+                self._prefill_alone(request.prompt_ids)
         hits = [self._match(r.prompt_ids) for r in group]
         batch = _Layout(group, [_length(h) for h in hits], self.tokenizer.pad_token_id)
         extra: dict[str, Any] = {}
@@ -304,10 +330,43 @@ class LocalEngine:
             self._finish(r, new_tokens[i], logprobs[i].tolist(), keep_eos)
             for i, r in enumerate(group)
         ]
-        self._count(batch, len(out.scores), gens)
+        self._count(batch, len(out.scores), gens, reused)
         if cache is not None:
             self._remember(group, hits, gens, batch, cache)
         return gens
+
+    def _prefill_alone(self, prompt: list[int]) -> None:
+        """Cache all but the last token of a prompt with a long uncached tail, in a batch of one.
+
+        Batched together, prompts of different lengths pad to the longest and attend through a
+        padding mask; alone, each computes only its own tokens. The batch that follows then
+        prefills one token per row and decodes together.
+        """
+        assert self.prefix_cache is not None
+        hit = self._match(prompt)
+        start, end = _length(hit), len(prompt) - 1
+        if end - start <= self.prefill_alone_tokens:
+            return
+        torch = self._torch
+        name, cache_class = _cache_api()  # type: ignore[misc]
+        past = None if hit is None else self.prefix_cache.kv(hit)
+        cache = cache_class(
+            None if past is None else [(k[None, :, :start], v[None, :, :start]) for k, v in past],
+            config=self.model.config,
+        )
+        with torch.inference_mode():
+            self.model(
+                input_ids=torch.tensor([prompt[start:end]], device=self.device),
+                position_ids=torch.arange(start, end, device=self.device)[None],
+                use_cache=True,
+                logits_to_keep=1,
+                **{name: cache},
+            )
+        if hit is not None and self.prefix_cache.continued(hit):
+            self.prefix_cache.drop(hit.key)
+        kv = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
+        self.prefix_cache.put(prompt[:end], end, kv)
+        self.stats.prefill_tokens += end - start
 
     def _batch_cache(self, hits: list[Hit | None], width: int) -> Any:
         """A transformers cache holding each row's cached prefix, right-aligned to ``width``."""
@@ -344,13 +403,13 @@ class LocalEngine:
             ids = request.prompt_ids + gen.token_ids[:m]
             self.prefix_cache.put(ids, len(request.prompt_ids), row_kv(kv, i, positions))
 
-    def _count(self, batch: _Layout, steps: int, gens: list[Generation]) -> None:
+    def _count(self, batch: _Layout, steps: int, gens: list[Generation], reused: int) -> None:
         s = self.stats
         s.batches += 1
         s.rows += len(gens)
         s.steps += steps
         s.prompt_tokens += sum(g.prompt_tokens for g in gens)
-        s.cached_tokens += sum(batch.cached_per_row)
+        s.cached_tokens += reused
         s.prefill_tokens += len(gens) * (batch.width - batch.cached)
         s.completion_tokens += sum(len(g.token_ids) for g in gens)
 
@@ -394,7 +453,6 @@ class _Layout:
         self.cached = max(cached)
         tails = [len(r.prompt_ids) - c for r, c in zip(group, cached, strict=True)]
         self.width = self.cached + max(tails)
-        self.cached_per_row = cached
         self.ids: list[list[int]] = []
         self.mask: list[list[int]] = []
         for r, c, t in zip(group, cached, tails, strict=True):
