@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -24,6 +24,7 @@ from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_backend
 from agentgym.sandbox.cli import sandbox_app
 from agentgym.store import Store
+from agentgym.task import TaskSuite
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -82,8 +83,6 @@ def tasks_list() -> None:
 @tasks_app.command("show")
 def tasks_show(suite: str, task_id: Annotated[str | None, typer.Argument()] = None) -> None:
     """Show one task of SUITE as JSON (the first one without TASK_ID)."""
-    from agentgym.task import TaskSuite
-
     with user_errors():
         s = TaskSuite.load(suite)
         task = s[task_id] if task_id else s.tasks[0]
@@ -168,16 +167,14 @@ def eval_(
 ) -> None:
     """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
     import agentgym
-    from agentgym.task import TaskSuite
 
     with user_errors():
         tasks = TaskSuite.load(suite).filter(tag or (), limit)
-        for spec in agent:  # every spec must resolve before the first run starts
-            agentgym.agent_factory(spec)
         if not len(tasks):
             raise ValueError(f"no task in {suite} matches tags {tag}")
         check_isolate(isolate)
         check_backend(backend, address)
+        preflight(tasks, agent)
         store = agentgym.Store(db)
     if backend == "ray":  # join (or start) Ray once, before the first progress bar
         _join_ray(address)
@@ -209,6 +206,48 @@ def eval_(
                 os._exit(130)  # in-flight episode threads must not keep the process alive
         run_ids.append(result.run_id)
     _print_report(store, run_ids, plot)
+    if _print_errors(store, run_ids):
+        raise typer.Exit(1)
+
+
+def preflight(tasks: TaskSuite, specs: list[str]) -> None:
+    """Refuse a run that cannot work, before its first episode: an env id that is not registered,
+    an agent spec that does not build (bad options, a missing API key, a model that cannot load).
+    Each agent is built once against the suite's first env, as every episode will build it."""
+    import agentgym
+    from agentgym.registry import spec as env_spec
+
+    for env_id in sorted({t.env for t in tasks}):
+        env_spec(env_id)
+    env = agentgym.make(tasks.tasks[0].env)
+    try:
+        for spec in specs:
+            agentgym.agent_factory(spec)(env)
+    finally:
+        env.close()
+
+
+def _print_errors(store: Store, run_ids: list[str]) -> int:
+    """Episodes that ended in an error, grouped by exception type with one example each."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run_id in run_ids:
+        for row in store.episode_rows(run_id):
+            if row["status"] == "error":
+                last = (row["error"] or "").strip().splitlines()[-1:] or ["unknown error"]
+                groups.setdefault(last[0].split(":")[0], []).append(row | {"last": last[0]})
+    for kind, rows in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        example = rows[0]
+        err_console.print(
+            f"[red]{len(rows)} episode(s) failed with {kind}[/red], e.g. {example['task_id']}: "
+            f"{escape(example['last'][:200])}",
+            highlight=False,
+        )
+    if groups:
+        err_console.print(
+            "tracebacks are in the store (`agentgym view`); fix the cause and rerun with "
+            "--retry-errors to run those episodes again"
+        )
+    return sum(len(rows) for rows in groups.values())
 
 
 def _join_ray(address: str | None) -> None:

@@ -117,3 +117,40 @@ def test_play_in_the_terminal(noop_file):
     assert "success: score 1.000, 10 steps" in result.output
     quit_early = runner.invoke(app, ["play", "NoOp-v0", "--task", "noop-00001"], input="noop\n")
     assert quit_early.exit_code == 130 and "stopped" in quit_early.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval", "clarify/test", "-a", "openai:"], "bad model spec 'openai:'"),
+        (["eval", "clarify/test", "-a", "openai:gpt-4o-mini"], "needs an API key"),
+        (["eval", "clarify/test", "-a", "hf:/no/such/dir"], "no checkpoint directory there"),
+    ],
+)
+def test_preflight_refuses_agents_that_cannot_run(args, message, monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = runner.invoke(app, [*args, "--db", str(tmp_path / "r.db"), "--limit", "2"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "r.db").exists()  # refused before anything was stored
+
+
+def test_preflight_refuses_unregistered_envs(tmp_path):
+    rows = tmp_path / "t.jsonl"
+    rows.write_text('{"id": "x", "env": "agentgym/Nope-v0", "instruction": "i", "config": {}}\n')
+    result = runner.invoke(app, ["eval", str(rows), "-a", "expert", "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 2 and "no environment 'agentgym/Nope-v0'" in result.output
+
+
+def test_episode_errors_give_a_summary_and_a_nonzero_exit(tmp_path, noop_file, monkeypatch):
+    from agentgym.testing.noop import NoOpEnv
+
+    def broken(self, action):
+        raise RuntimeError("the env broke")
+
+    monkeypatch.setattr(NoOpEnv, "_step", broken)
+    db = str(tmp_path / "r.db")
+    result = runner.invoke(app, ["eval", str(noop_file), "-a", "expert", "--db", db])
+    assert result.exit_code == 1
+    assert "6 episode(s) failed with RuntimeError" in result.output
+    assert "the env broke" in result.output and "--retry-errors" in result.output

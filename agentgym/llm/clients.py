@@ -87,9 +87,15 @@ class OpenAIClient(BaseClient):
         super().__init__(model, options)
         import openai
 
+        key = self.options.api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and not self.options.base_url:
+            raise ValueError(
+                f"openai:{model} needs an API key: set OPENAI_API_KEY, or add ?api_key=..., or "
+                "point it at a local server with ?base_url=http://HOST:PORT/v1"
+            )
         kwargs: dict[str, Any] = {
             "base_url": self.options.base_url,
-            "api_key": self.options.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            "api_key": key or "EMPTY",
             "timeout": self.options.timeout_s,
             "max_retries": 0,  # our retry loop owns backoff, jitter and counting
         }
