@@ -17,7 +17,9 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # The interval contains p; rounding must not push a bound past it (1.0 at 100% success,
+    # not 0.9999999999999999: plots take p - lo and hi - p as error bars).
+    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -154,3 +154,17 @@ def test_episode_errors_give_a_summary_and_a_nonzero_exit(tmp_path, noop_file, m
     assert result.exit_code == 1
     assert "6 episode(s) failed with RuntimeError" in result.output
     assert "the env broke" in result.output and "--retry-errors" in result.output
+
+
+def test_plot_at_full_success(tmp_path, noop_file):
+    from agentgym.metrics import wilson_interval
+
+    assert all(
+        wilson_interval(n, n)[1] == 1.0 and wilson_interval(0, n)[0] == 0.0 for n in range(1, 200)
+    )
+    db, png = str(tmp_path / "r.db"), tmp_path / "p.png"
+    result = runner.invoke(
+        app, ["eval", str(noop_file), "-a", "expert", "--db", db, "--plot", str(png)]
+    )
+    assert result.exit_code == 0, result.output
+    assert png.stat().st_size > 0
