@@ -429,11 +429,14 @@ def model_init(
     layers: Annotated[int, typer.Option(min=1)] = 2,
     heads: Annotated[int, typer.Option(min=1)] = 4,
     seed: int = 0,
+    force: Annotated[bool, typer.Option(help="Replace what DIRECTORY holds")] = False,
 ) -> None:
     """Build a tiny chat model (locally trained tokenizer, random weights) in DIRECTORY."""
     from agentgym.llm.tiny import TinyModelConfig, init_model
 
     with user_errors():
+        if directory.exists() and any(directory.iterdir()) and not force:
+            raise ValueError(f"{directory} is not empty; pass --force to replace its model files")
         config = TinyModelConfig(
             vocab_size=vocab_size,
             hidden_size=hidden_size,

@@ -168,3 +168,10 @@ def test_plot_at_full_success(tmp_path, noop_file):
     )
     assert result.exit_code == 0, result.output
     assert png.stat().st_size > 0
+
+
+def test_model_init_does_not_overwrite(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    result = runner.invoke(app, ["model", "init", str(tmp_path)])
+    assert result.exit_code == 2 and "is not empty; pass --force" in result.output
+    assert (tmp_path / "notes.txt").read_text() == "mine" and not (tmp_path / "config.json").exists()
