@@ -26,6 +26,16 @@ def test_gymnasium_make_works_in_a_fresh_process():
     assert out.stdout.startswith("clarify-")
 
 
+def test_gymnasium_module_prefix_needs_no_import():
+    """Gymnasium's own form ``module:id`` imports agentgym itself (nothing imported beforehand)."""
+    code = (
+        "import gymnasium; env = gymnasium.make('agentgym:agentgym/Clarify-v0'); "
+        "obs, info = env.reset(seed=0); print(info['task_id'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("clarify-")
+
+
 def test_make_with_or_without_namespace():
     assert type(agentgym.make("Clarify-v0")) is type(agentgym.make("agentgym/Clarify-v0"))
     assert agentgym.make("Clarify-v0").spec.id == "agentgym/Clarify-v0"
