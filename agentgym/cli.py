@@ -343,8 +343,11 @@ def export(
         Path | None, typer.Option("--output", "-o", help="File (default stdout)")
     ] = None,
     success_only: Annotated[bool, typer.Option(help="Only successful episodes")] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Only runs of this agent spec")
+    ] = None,
 ) -> None:
-    """Export episodes of DB as JSONL."""
+    """Export episodes of DB as JSONL; every row names its run_id and agent."""
     import agentgym
     from agentgym.export import ExportFormat, write_jsonl
 
@@ -355,13 +358,18 @@ def export(
             raise FileNotFoundError(f"no database at {db}")
         store = agentgym.Store(db)
         runs = [store.run(run)] if run else store.runs()
+        if agent is not None:
+            agents = sorted({r["agent"] for r in runs})
+            runs = [r for r in runs if r["agent"] == agent]
+            if not runs:
+                raise ValueError(f"no run of agent {agent!r} in {db}; agents there: {agents}")
     prompts = {s.id: getattr(s.load(), "system_prompt", "") for s in agentgym.list_envs()}
     kind: ExportFormat = "chat" if fmt == "chat" else "episodes"
     with (
         open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out
     ):
         n = sum(
-            write_jsonl(store.episodes(r["id"]), out, kind, success_only, prompts) for r in runs
+            write_jsonl(store.episodes(r["id"]), out, kind, success_only, prompts, r) for r in runs
         )
     err_console.print(f"exported {n} episode(s)")
 

@@ -36,11 +36,14 @@ def write_jsonl(
     fmt: ExportFormat = "episodes",
     only_success: bool = False,
     system_prompts: dict[str, str] | None = None,
+    run: dict[str, Any] | None = None,
 ) -> int:
-    """Write episodes as JSONL in ``fmt``; return how many rows were written."""
+    """Write episodes as JSONL in ``fmt``; return how many rows were written. With ``run`` (a store
+    row) every line names its ``run_id`` and ``agent``, so exports of several runs stay apart."""
     n = 0
+    origin = {"run_id": run["id"], "agent": run["agent"]} if run else {}
     for row in _rows(episodes, fmt, only_success, system_prompts or {}):
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json.dumps(origin | row, ensure_ascii=False) + "\n")
         n += 1
     return n
 

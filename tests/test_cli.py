@@ -174,4 +174,28 @@ def test_model_init_does_not_overwrite(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     result = runner.invoke(app, ["model", "init", str(tmp_path)])
     assert result.exit_code == 2 and "is not empty; pass --force" in result.output
-    assert (tmp_path / "notes.txt").read_text() == "mine" and not (tmp_path / "config.json").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine" and not (
+        tmp_path / "config.json"
+    ).exists()
+
+
+def test_export_rows_name_their_run_and_agent(tmp_path, noop_file):
+    db = str(tmp_path / "r.db")
+    assert (
+        runner.invoke(
+            app, ["eval", str(noop_file), "-a", "expert", "-a", "random", "--db", db]
+        ).exit_code
+        == 0
+    )
+    rows = [
+        json.loads(ln)
+        for ln in runner.invoke(app, ["export", db]).output.splitlines()
+        if ln.startswith("{")
+    ]
+    assert len(rows) == 12 and {r["agent"] for r in rows} == {"expert", "random"}
+    assert all(len(r["run_id"]) >= 8 for r in rows)
+    only = runner.invoke(app, ["export", db, "--agent", "random", "--format", "chat"]).output
+    chat = [json.loads(ln) for ln in only.splitlines() if ln.startswith("{")]
+    assert len(chat) == 6 and {r["agent"] for r in chat} == {"random"} and "messages" in chat[0]
+    missing = runner.invoke(app, ["export", db, "--agent", "human"])
+    assert missing.exit_code == 2 and "agents there: ['expert', 'random']" in missing.output
