@@ -121,52 +121,54 @@ def _mean_ci(values: list[float]) -> tuple[float, float]:
     return (max(0.0, m - half), min(1.0, m + half))
 
 
+HEADER = [
+    "family",
+    "agent",
+    "n",
+    "success [95% Wilson]",
+    "score [95% CI]",
+    "invalid actions",
+    "tokens/episode",
+    "wall s",
+    "errors",
+]
+
+
+def cells(r: dict) -> list[str]:
+    """One result row as text, the same for the terminal and for docs/results.md."""
+    lo, hi = r["success_ci"]
+    slo, shi = r["score_ci"]
+    return [
+        r["family"],
+        r["agent"],
+        str(r["episodes"]),
+        f"{r['successes'] / max(1, r['episodes']):.2f} [{lo:.2f}, {hi:.2f}]",
+        f"{r['score']:.2f} [{slo:.2f}, {shi:.2f}]",
+        f"{r['invalid_rate']:.0%}",
+        f"{r['tokens']:.0f}",
+        "" if r["wall_s"] is None else f"{r['wall_s']:.0f}",
+        str(r["errors"]),
+    ]
+
+
 def table(rows: list[dict]) -> Table:
-    t = Table(
-        "family",
-        "agent",
-        "n",
-        "success [95% CI]",
-        "score [95% CI]",
-        "invalid",
-        "tokens/ep",
-        "wall s",
-        "errors",
-    )
+    t = Table(*HEADER)
     for r in rows:
-        lo, hi = r["success_ci"]
-        slo, shi = r["score_ci"]
-        t.add_row(
-            r["family"],
-            r["agent"],
-            str(r["episodes"]),
-            f"{r['successes'] / max(1, r['episodes']):.2f} [{lo:.2f}, {hi:.2f}]",
-            f"{r['score']:.2f} [{slo:.2f}, {shi:.2f}]",
-            f"{r['invalid_rate']:.0%}",
-            f"{r['tokens']:.0f}",
-            "" if r["wall_s"] is None else f"{r['wall_s']:.0f}",
-            str(r["errors"]),
-        )
+        t.add_row(*cells(r))
     return t
 
 
 def markdown(rows: list[dict], command: str) -> str:
     lines = [
-        f"Command: `{command}` (greedy, seed 0; resumable).",
+        f"Command: `{command}` (greedy, seed 0; resumable; the wall time of an invocation that"
+        " was killed is not counted).",
         "",
-        "| family | subset | agent | n | success [95% Wilson] | score [95% CI] | invalid actions | tokens/episode | wall s | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join([*HEADER, "subset"]) + " |",
+        "|---" * (len(HEADER) + 1) + "|",
     ]
     for r in rows:
-        lo, hi = r["success_ci"]
-        slo, shi = r["score_ci"]
         cap = f", ≤{r['max_steps']} steps" if r["max_steps"] else ""
-        lines.append(
-            f"| {r['family']} | `{r['suite']}`{cap} | {r['agent']} | {r['episodes']} | "
-            f"{r['successes'] / max(1, r['episodes']):.2f} [{lo:.2f}, {hi:.2f}] | "
-            f"{r['score']:.2f} [{slo:.2f}, {shi:.2f}] | {r['invalid_rate']:.0%} | "
-            f"{r['tokens']:.0f} | {'' if r['wall_s'] is None else round(r['wall_s'])} | {r['errors']} |"
-        )
+        lines.append("| " + " | ".join([*cells(r), f"`{r['suite']}`{cap}"]) + " |")
     return "\n".join(lines)
 
 

@@ -5,10 +5,10 @@ import json
 import pytest
 
 import agentgym
-from agentgym.task import TaskSuite
 from agentgym.agents.llm import ChatAgent, ChatAgentConfig, FormatError, parse_action
 from agentgym.llm import ChatRequest, make_client
 from agentgym.llm.clients import ClientOptions, HFClient
+from agentgym.task import TaskSuite
 from agentgym.testing import ScriptedClient, noop_suite
 
 

@@ -1,0 +1,36 @@
+"""benchmarks/baselines.py: evenly spread subsets, resumable runs, the docs table."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+spec = importlib.util.spec_from_file_location(
+    "baselines", Path(__file__).parent.parent / "benchmarks" / "baselines.py"
+)
+baselines = sys.modules["baselines"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(baselines)
+
+
+def test_spread_takes_every_kth_task():
+    from agentgym.task import TaskSuite
+
+    suite = TaskSuite.load("clarify/test")
+    sub = baselines.spread(suite, 30)
+    assert len(sub) == 30 and sub.tasks[1] is suite.tasks[len(suite) // 30]
+    assert {t.tags[0] for t in sub} != {suite.tasks[0].tags[0]}  # not just the first tag's tasks
+
+
+def test_run_resumes_and_writes_the_docs_table(tmp_path):
+    family = baselines.Family("clarify", "clarify/test", agents=("random", "expert"))
+    db, quiet = tmp_path / "b.db", Console(file=open(tmp_path / "log", "w"))
+    rows = baselines.run([family], 4, db, 2, quiet)
+    assert [(r["agent"], r["episodes"], r["successes"]) for r in rows][1] == ("expert", 4, 4)
+    again = baselines.run([family], 4, db, 2, quiet)  # nothing new: read back from the store
+    assert [r["successes"] for r in again] == [r["successes"] for r in rows]
+    doc = tmp_path / "results.md"
+    doc.write_text(f"intro\n{baselines.START}\nold\n{baselines.END}\nrest\n")
+    baselines.write_docs(baselines.markdown(rows, "CMD"), doc)
+    text = doc.read_text()
+    assert "old" not in text and "| clarify | expert | 4 | 1.00" in text and text.endswith("rest\n")
