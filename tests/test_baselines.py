@@ -1,6 +1,7 @@
 """benchmarks/baselines.py: evenly spread subsets, resumable runs, the docs table."""
 
 import importlib.util
+import io
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def test_spread_takes_every_kth_task():
 
 def test_run_resumes_and_writes_the_docs_table(tmp_path):
     family = baselines.Family("clarify", "clarify/test", agents=("random", "expert"))
-    db, quiet = tmp_path / "b.db", Console(file=open(tmp_path / "log", "w"))
+    db, quiet = tmp_path / "b.db", Console(file=io.StringIO())
     rows = baselines.run([family], 4, db, 2, quiet)
     assert [(r["agent"], r["episodes"], r["successes"]) for r in rows][1] == ("expert", 4, 4)
     again = baselines.run([family], 4, db, 2, quiet)  # nothing new: read back from the store
