@@ -1,19 +1,35 @@
-"""LLM layer speed with a tiny local model: batched rollouts, `agentgym serve`, ChatAgent overhead.
+"""LLM layer speed: batched rollouts, `agentgym serve`, ChatAgent overhead; tiny model or SmolLM2.
 
-Run: ``python benchmarks/llm.py`` (builds a tiny model in a temp dir; no downloads). Prints
-1. env-steps/s of an eval at concurrency 1, 8, 32, batched engine vs one request at a time;
-2. requests/s and p50/p95 latency of ``agentgym serve`` under 32 concurrent OpenAI clients;
-3. the ChatAgent's own cost per step, beyond the model call.
+Run ``python benchmarks/llm.py`` (builds a tiny model in a temp dir; no downloads). Prints
+1. the ChatAgent's own cost per step, beyond the model call;
+2. env-steps/s of an eval at concurrency 1, 8, 32, batched engine vs one request at a time;
+3. requests/s and p50/p95 latency of ``agentgym serve`` under 32 concurrent OpenAI clients, at
+   max batch 1 and 32 (the clients run in a process of their own, as real clients do: in the
+   server's process their ~10 ms of SDK work per request shares its interpreter lock).
+
+``python benchmarks/llm.py --model smollm2 [--quick]`` measures the real SmolLM2-135M-Instruct
+(``agentgym model fetch smollm2``; fp32 on the CPU) instead:
+1. generation tokens/s of direct engine calls at batch 1, 8 and 32;
+2. a Clarify eval with ``hf:smollm2`` agents (one-line actions: each request stops at a newline)
+   at concurrency 1, 8 and 32, the engine at max batch 1 vs 32, with the share of prompt tokens
+   the prefix cache supplied;
+3. ``agentgym serve`` with 1 client vs 32 concurrent clients.
+Every ratio is against a baseline measured in the same run; the machine's load average is
+printed with each table, since timings on a shared machine move with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -21,97 +37,193 @@ from rich.table import Table
 import agentgym
 from agentgym.agents.llm import ChatAgent, ChatAgentConfig
 from agentgym.llm.clients import ClientOptions, HFClient
+from agentgym.llm.engine import LocalEngine
 from agentgym.llm.tiny import TinyModelConfig, init_model
+from agentgym.task import TaskSuite
 from agentgym.testing import ScriptedClient, noop_suite
 
 console = Console(width=150)
 
 
-def eval_steps_per_s(
-    model: Path, batch: int, concurrency: int, episodes: int, length: int
-) -> float:
-    client = HFClient(str(model), ClientOptions(max_batch_size=batch))
-    config = ChatAgentConfig(max_tokens=16, max_format_errors=0)
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+# ---------------------------------------------------------------------------- evals
+def eval_run(
+    model: str,
+    batch: int,
+    suite: TaskSuite,
+    concurrency: int,
+    config: ChatAgentConfig,
+    max_steps: int | None = None,
+) -> dict[str, float]:
+    """Steps/s of an eval whose agents share one engine of max batch ``batch``, and its stats."""
+    client = HFClient(model, ClientOptions(max_batch_size=batch))
     t0 = time.perf_counter()
-    result = agentgym.evaluate(
-        noop_suite(episodes, length),
-        lambda env: ChatAgent(client, env, config),
-        concurrency=concurrency,
-    )
+    try:
+        result = agentgym.evaluate(
+            suite,
+            lambda env: ChatAgent(client, env, config),
+            concurrency=concurrency,
+            max_steps=max_steps,
+        )
+    finally:
+        client.engine.close()
     elapsed = time.perf_counter() - t0
-    steps = sum(len(e.steps) for e in result.new_episodes)
-    assert all(e.status != "error" for e in result.new_episodes)
-    return steps / elapsed
+    errors = [e for e in result.new_episodes if e.status == "error"]
+    assert not errors, errors[0].error
+    stats = client.engine.stats
+    return {
+        "steps/s": sum(len(e.steps) for e in result.new_episodes) / elapsed,
+        "seconds": elapsed,
+        "mean batch": stats.rows / max(stats.batches, 1),
+        "cached": stats.cached_tokens / max(stats.prompt_tokens, 1),
+        "tokens/step": stats.completion_tokens / max(stats.rows, 1),
+    }
 
 
-def batching_table(model: Path, episodes: int, length: int) -> Table:
-    table = Table(
-        title=f"eval of a tiny model: {episodes} NoOp episodes x {length} steps, 16 new tokens a step"
-    )
-    for col in ["concurrency", "unbatched steps/s", "batched steps/s", "batched / unbatched"]:
+def batching_table(
+    title: str,
+    model: str,
+    suites: dict[int, TaskSuite],
+    config: ChatAgentConfig,
+    max_steps: int | None = None,
+) -> Table:
+    """Unbatched (max batch 1) vs batched (max batch 32) at each concurrency in ``suites``."""
+    table = Table(title=f"{title} ({load()} at start)")
+    columns = ["concurrency", "episodes", "unbatched steps/s", "batched steps/s"]
+    columns += ["batched / unbatched", "mean batch", "prompt tokens from cache", "tokens/step"]
+    for col in columns:
         table.add_column(col, justify="right")
-    for c in (1, 8, 32):
-        one = eval_steps_per_s(model, 1, c, episodes, length)
-        many = eval_steps_per_s(model, 32, c, episodes, length)
-        table.add_row(str(c), f"{one:,.1f}", f"{many:,.1f}", f"{many / one:.1f}x")
-    return table
-
-
-def serve_load(model: Path, batch: int, clients: int, per_client: int) -> tuple[float, list[float]]:
-    """Requests/s and latencies of `agentgym serve` (max batch ``batch``) under concurrent clients."""
-    import openai
-
-    from agentgym.llm.engine import LocalEngine
-    from agentgym.llm.server import ServerThread, create_app
-
-    server = ServerThread(create_app(LocalEngine(model, max_batch_size=batch), "tiny"))
-    latencies: list[float] = []
-    lock = threading.Lock()
-
-    def worker(i: int) -> None:
-        sdk = openai.OpenAI(base_url=server.url, api_key="unused")
-        for j in range(per_client):
-            t = time.perf_counter()
-            sdk.chat.completions.create(
-                model="tiny",
-                max_tokens=16,
-                temperature=0,
-                messages=[{"role": "user", "content": f"client {i} request {j}"}],
-            )
-            with lock:
-                latencies.append(time.perf_counter() - t)
-
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    rps = len(latencies) / (time.perf_counter() - t0)
-    server.stop()
-    return rps, latencies
-
-
-def serve_table(model: Path, clients: int, per_client: int) -> Table:
-    title = f"agentgym serve: {clients} concurrent clients x {per_client} requests, 16 tokens each"
-    table = Table(title=title)
-    for col in ["max batch", "requests/s", "p50 latency ms", "p95 latency ms", "vs batch 1"]:
-        table.add_column(col, justify="right")
-    base = None
-    for batch in (1, 32):
-        rps, latencies = serve_load(model, batch, clients, per_client)
-        base = base or rps
-        q = statistics.quantiles(latencies, n=20)
+    for c, suite in suites.items():
+        one = eval_run(model, 1, suite, c, config, max_steps)
+        many = eval_run(model, 32, suite, c, config, max_steps)
         table.add_row(
-            str(batch),
-            f"{rps:,.1f}",
-            f"{statistics.median(latencies) * 1e3:,.0f}",
-            f"{q[18] * 1e3:,.0f}",
-            f"{rps / base:.1f}x",
+            str(c),
+            str(len(suite.tasks)),
+            f"{one['steps/s']:,.2f}",
+            f"{many['steps/s']:,.2f}",
+            f"{many['steps/s'] / one['steps/s']:.1f}x",
+            f"{many['mean batch']:.1f}",
+            f"{many['cached']:.0%}",
+            f"{many['tokens/step']:.1f}",
         )
     return table
 
 
+# ---------------------------------------------------------------------------- generation
+def generation_table(model: str, batches: tuple[int, ...], new_tokens: int) -> Table:
+    """Tokens/s of direct engine calls (short prompts, no stops) at each batch size."""
+    engine = LocalEngine(model, prefix_cache_mb=0)
+    topics = ["the sea", "a lighthouse", "trains", "winter", "a garden", "robots", "the moon"]
+    prompts = [
+        engine.render([{"role": "user", "content": f"Write a long story about {t} ({i})."}], None)
+        for i, t in enumerate(topics * 5)
+    ]
+    engine.generate_batch(prompts[:1], max_new_tokens=4)  # warm up
+    table = Table(
+        title=f"generation: {new_tokens} new tokens a row, direct engine calls ({load()} at start)"
+    )
+    for col in ["batch", "seconds", "tokens", "tokens/s", "vs batch 1"]:
+        table.add_column(col, justify="right")
+    base = None
+    for b in batches:
+        t0 = time.perf_counter()
+        gens = engine.generate_batch(prompts[:b], max_new_tokens=new_tokens)
+        elapsed = time.perf_counter() - t0
+        tokens = sum(len(g.token_ids) for g in gens)
+        rate = tokens / elapsed
+        base = base or rate
+        table.add_row(str(b), f"{elapsed:.1f}", str(tokens), f"{rate:,.1f}", f"{rate / base:.1f}x")
+    engine.close()
+    return table
+
+
+# ---------------------------------------------------------------------------- serve
+def _clients(url: str, clients: int, per_client: int, max_tokens: int) -> tuple[float, list, int]:
+    """In a process of its own: ``clients`` threads posting chat completions.
+
+    Plain ``httpx`` (what the OpenAI SDK sends, without its ~10 ms of request building and
+    response parsing a call), so the clients keep up with the server on a busy two-core machine.
+    Connections are set up before the clock starts. Returns (seconds, latencies, tokens).
+    """
+    import httpx
+
+    latencies: list[float] = []
+    tokens = [0]
+    lock = threading.Lock()
+    ready = threading.Barrier(clients + 1)
+
+    def worker(i: int) -> None:
+        with httpx.Client(base_url=url, timeout=600) as http:
+            ready.wait()
+            for j in range(per_client):
+                body = {
+                    "model": "m",
+                    "max_tokens": max_tokens,
+                    "temperature": 0,
+                    "messages": [{"role": "user", "content": f"Write a poem about {i * 100 + j}."}],
+                }
+                t = time.perf_counter()
+                r = http.post("/chat/completions", json=body)
+                r.raise_for_status()
+                with lock:
+                    latencies.append(time.perf_counter() - t)
+                    tokens[0] += r.json()["usage"]["completion_tokens"]
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, latencies, tokens[0]
+
+
+def serve_table(
+    model: str, name: str, setups: list[tuple[int, int]], per_client: int, max_tokens: int
+) -> Table:
+    """`agentgym serve` throughput for each (max batch, concurrent clients) in ``setups``."""
+    from agentgym.llm.server import ServerThread, create_app
+
+    title = f"agentgym serve ({name}): {per_client} requests a client, {max_tokens} tokens each"
+    table = Table(title=f"{title} ({load()} at start)")
+    columns = ["max batch", "clients", "requests/s", "tokens/s", "p50 latency ms"]
+    columns += ["p95 latency ms", "mean batch", "requests/s vs first row"]
+    for col in columns:
+        table.add_column(col, justify="right")
+    base = None
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+        pool.submit(int).result()  # start the client process before timing anything
+        for batch, clients in setups:
+            engine = LocalEngine(model, max_batch_size=batch)
+            server = ServerThread(create_app(engine, "m"))
+            pool.submit(_clients, server.url, 1, 1, max_tokens).result()  # warm up
+            rows, batches = engine.stats.rows, engine.stats.batches
+            job = pool.submit(_clients, server.url, clients, per_client, max_tokens)
+            elapsed, latencies, tokens = job.result()
+            rows, batches = engine.stats.rows - rows, engine.stats.batches - batches
+            server.stop()
+            engine.close()
+            rps = len(latencies) / elapsed
+            base = base or rps
+            q = statistics.quantiles(latencies, n=20) if len(latencies) > 1 else latencies * 19
+            table.add_row(
+                str(batch),
+                str(clients),
+                f"{rps:,.1f}",
+                f"{tokens / elapsed:,.1f}",
+                f"{statistics.median(latencies) * 1e3:,.0f}",
+                f"{q[18] * 1e3:,.0f}",
+                f"{rows / max(batches, 1):.1f}",
+                f"{rps / base:.1f}x",
+            )
+    return table
+
+
+# ---------------------------------------------------------------------------- agent overhead
 def agent_overhead_table(steps: int) -> Table:
     """Per-step time of ChatAgent.act with an instant client, against the bare client call."""
     client = ScriptedClient(lambda request: "Thought: easy.\nAction: ask[color=blue]")
@@ -137,20 +249,53 @@ def agent_overhead_table(steps: int) -> Table:
     return table
 
 
+# ---------------------------------------------------------------------------- main
+def tiny(args: Any) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        model = str(init_model(Path(tmp) / "tiny", TinyModelConfig()))
+        console.print(agent_overhead_table(200))
+        suite = noop_suite(args.episodes, args.length)
+        config = ChatAgentConfig(max_tokens=16, max_format_errors=0)
+        title = f"eval of a tiny model: {args.episodes} NoOp episodes x {args.length} steps"
+        suites = {c: suite for c in (1, 8, 32)}
+        console.print(batching_table(title + ", 16 new tokens a step", model, suites, config))
+        setups = [(1, 32), (32, 32)]
+        console.print(serve_table(model, "tiny", setups, args.requests, 16))
+
+
+def smollm2(args: Any) -> None:
+    quick = args.quick
+    console.print(generation_table("smollm2", (1, 8, 32), 16 if quick else 32))
+    clarify = TaskSuite.load("clarify/test")
+    steps = 2 if quick else 4
+    suites = {c: clarify.filter(limit=max(c, 2)) for c in (1, 8, 32)}
+    config = ChatAgentConfig(max_tokens=48, max_format_errors=0)
+    title = f"eval of hf:smollm2 on clarify/test, at most {steps} steps an episode"
+    console.print(batching_table(title, "smollm2", suites, config, max_steps=steps))
+    setups = [(32, 1), (32, 32)]
+    console.print(serve_table("smollm2", "smollm2", setups, 2 if quick else 3, 16 if quick else 32))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=64)
-    parser.add_argument("--length", type=int, default=4)
-    parser.add_argument("--requests", type=int, default=4, help="per serve client")
+    parser.add_argument("--model", choices=["tiny", "smollm2"], default="tiny")
+    parser.add_argument("--quick", action="store_true", help="smollm2: fewer steps and tokens")
+    parser.add_argument("--episodes", type=int, default=64, help="tiny: NoOp episodes")
+    parser.add_argument("--length", type=int, default=4, help="tiny: steps an episode")
+    parser.add_argument("--requests", type=int, default=8, help="tiny: requests a serve client")
+    parser.add_argument(
+        "--threads", type=int, help="torch CPU threads (default: 1 on a busy machine, else all)"
+    )
     args = parser.parse_args()
     import torch
 
-    torch.set_num_threads(2)
-    with tempfile.TemporaryDirectory() as tmp:
-        model = init_model(Path(tmp) / "tiny", TinyModelConfig())
-        console.print(agent_overhead_table(200))
-        console.print(batching_table(model, args.episodes, args.length))
-        console.print(serve_table(model, 32, args.requests))
+    cores = os.cpu_count() or 1
+    # OpenMP threads spin at every op's barrier: on cores other processes keep busy, a second
+    # thread makes a small model ~10x slower, not faster.
+    threads = args.threads or (1 if os.getloadavg()[0] >= cores else cores)
+    torch.set_num_threads(threads)
+    console.print(f"torch threads: {threads} of {cores} cores; {load()}")
+    tiny(args) if args.model == "tiny" else smollm2(args)
 
 
 if __name__ == "__main__":

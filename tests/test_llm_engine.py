@@ -117,6 +117,13 @@ def test_prefix_cache_matching_and_budget():
     assert len(cache) == 2 and cache.nbytes <= 16 * 30
     assert cache.match(list(range(12))).length == 10
     assert cache.match([0, 1, 2, 3, 4, 99, 99, 5]).length == 5  # the other one went
+    cache.pinned.add(hit.key)  # a running batch's entries stay, over budget if need be
+    cache.put(list(range(200, 225)), 25, kv(25), pin=True)
+    assert cache.match(list(range(12))).length == 10 and cache.nbytes > 16 * 30
+    assert cache.match(list(range(200, 226))).length == 25
+    cache.pinned.clear()
+    cache.evict()
+    assert cache.match(list(range(12))) is None and cache.nbytes <= 16 * 30
 
 
 def test_batcher_waits_for_the_callers_of_the_previous_batch(tiny_model):

@@ -82,7 +82,7 @@ class LocalEngine:
         max_batch_size: int = 32,
         max_wait_s: float = 0.005,
         device: str = "cpu",
-        prefix_cache_mb: int = 2048,
+        prefix_cache_mb: int = 4096,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -146,8 +146,10 @@ class LocalEngine:
         self.prefill_alone_tokens = 32
         """With a prefix cache, longer uncached prompt tails are prefilled one prompt at a time."""
         self._torch = torch
-        self.patience = 0.5
-        """How long to wait for the previous batch's callers, as a fraction of its duration."""
+        self.patience = 0.25
+        self.max_patience_s = 1.0
+        """Gap in arrivals that closes a batch still short of the previous batch's callers:
+        ``patience`` times that batch's duration, at most ``max_patience_s``."""
         self._last_rows, self._last_run_s = 1, 0.0
         self._queue: queue.Queue[_Request | None] = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -241,27 +243,26 @@ class LocalEngine:
             self._last_rows, self._last_run_s = len(batch), time.monotonic() - started
 
     def _collect(self) -> list[_Request]:
-        """The next batch: what arrives until a gap of ``max_wait_s``, or until those expected.
+        """The next batch: requests until a gap in arrivals, or ``max_batch_size`` of them.
 
-        Callers usually come back: an episode's next turn, a client's next request. A batch that
-        started before the previous batch's callers returned would split them into two batches
-        that then alternate for ever, each paying every decode step. So until as many requests
-        as the previous batch answered have arrived, the batcher waits up to ``patience`` times
-        that batch's duration; past that it closes on the first gap of ``max_wait_s``.
+        Callers usually come back: an episode's next turn, a client's next request. Closing the
+        batch on a short gap before the previous batch's callers are back would split them into
+        two batches that then alternate for ever, each paying every decode step. So until as
+        many requests as the previous batch answered have arrived, the batch closes only on a gap
+        of ``patience`` times that batch's duration (at most ``max_patience_s``: callers whose
+        episodes ended never come back); past that, on a gap of ``max_wait_s``.
         """
         first = self._queue.get()
         if first is None:  # closed
             return []
         batch = [first]
         expected = min(self._last_rows, self.max_batch_size)
-        deadline = time.monotonic() + max(self.max_wait_s, self.patience * self._last_run_s)
+        patient = min(self.max_patience_s, max(self.max_wait_s, self.patience * self._last_run_s))
         while len(batch) < self.max_batch_size:
-            if len(batch) >= expected:
-                timeout = self.max_wait_s
-            elif (timeout := deadline - time.monotonic()) <= 0:
-                break
             try:
-                request = self._queue.get(timeout=timeout)
+                request = self._queue.get(
+                    timeout=self.max_wait_s if len(batch) >= expected else patient
+                )
             except queue.Empty:
                 break
             if request is None:
@@ -287,12 +288,22 @@ class LocalEngine:
     def _run(
         self, sampling: SamplingParams, group: list[_Request], keep_eos: bool = False
     ) -> list[Generation]:
-        torch = self._torch
         self.batch_sizes.append(len(group))
-        reused = sum(_length(self._match(r.prompt_ids)) for r in group)
-        if self.prefix_cache is not None:
-            for request in group:
-                self._prefill_alone(request.prompt_ids)
+        hits = [self._match(r.prompt_ids) for r in group]
+        try:
+            if self.prefix_cache is not None:
+                self.prefix_cache.pinned.update(h.key for h in hits if h is not None)
+                for request in group:
+                    self._prefill_alone(request.prompt_ids)
+            return self._generate(sampling, group, keep_eos, sum(_length(h) for h in hits))
+        finally:
+            self._unpin()
+
+    def _generate(
+        self, sampling: SamplingParams, group: list[_Request], keep_eos: bool, reused: int
+    ) -> list[Generation]:
+        """One ``generate`` call for the group, its rows' prefixes taken from the cache."""
+        torch = self._torch
         hits = [self._match(r.prompt_ids) for r in group]
         batch = _Layout(group, [_length(h) for h in hits], self.tokenizer.pad_token_id)
         extra: dict[str, Any] = {}
@@ -335,6 +346,11 @@ class LocalEngine:
             self._remember(group, hits, gens, batch, cache)
         return gens
 
+    def _unpin(self) -> None:
+        if self.prefix_cache is not None:
+            self.prefix_cache.pinned.clear()
+            self.prefix_cache.evict()
+
     def _prefill_alone(self, prompt: list[int]) -> None:
         """Cache all but the last token of a prompt with a long uncached tail, in a batch of one.
 
@@ -365,7 +381,7 @@ class LocalEngine:
         if hit is not None and self.prefix_cache.continued(hit):
             self.prefix_cache.drop(hit.key)
         kv = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
-        self.prefix_cache.put(prompt[:end], end, kv)
+        self.prefix_cache.put(prompt[:end], end, kv, pin=True)  # kept until the batch has run
         self.stats.prefill_tokens += end - start
 
     def _batch_cache(self, hits: list[Hit | None], width: int) -> Any:

@@ -10,8 +10,9 @@ new tail.
 Matching is by token ids (longest common prefix), so a completion that re-tokenises differently
 inside the next prompt still reuses everything up to the first differing token, and every episode's
 first turn reuses the system prompt another episode already computed. Entries live in memory up to
-a byte budget, least recently used first out; an entry a request continued (same conversation, one
-turn later) is dropped as soon as the request's own entry replaces it.
+a byte budget, least recently used first out, except the entries the running batch uses (``pinned``:
+evicting one would make the batch prefill that prompt again); an entry a request continued (same
+conversation, one turn later) is dropped as soon as the request's own entry replaces it.
 
 :func:`batch_cache` lays a batch out for ``generate`` as ``[pad | cached prefix | pad | new tail]``
 per row (pads masked out; positions come from the attention mask, so each row's positions are those
@@ -54,6 +55,8 @@ class PrefixCache:
         self.min_tokens = min_tokens
         """Shorter matches are not worth the copy: the prompt is computed whole."""
         self.nbytes = 0
+        self.pinned: set[int] = set()
+        """Keys never evicted (the running batch's entries); the budget is exceeded meanwhile."""
         self._entries: OrderedDict[int, _Entry] = OrderedDict()
         self._next_key = 0
 
@@ -86,19 +89,29 @@ class PrefixCache:
         if entry is not None:
             self.nbytes -= entry.nbytes
 
-    def put(self, ids: list[int], prompt_len: int, kv: KV) -> None:
-        """Keep ``kv`` (positions for ``ids``) and evict the least recently used over budget."""
+    def put(self, ids: list[int], prompt_len: int, kv: KV, pin: bool = False) -> None:
+        """Keep ``kv`` (positions for ``ids``, ``pin``: pinned) and evict over budget."""
         nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
         if nbytes > self.max_bytes:
             return
-        self._entries[self._next_key] = _Entry(np.asarray(ids, np.int64), prompt_len, kv, nbytes)
+        key = self._next_key
+        self._entries[key] = _Entry(np.asarray(ids, np.int64), prompt_len, kv, nbytes)
         self._next_key += 1
         self.nbytes += nbytes
-        while self.nbytes > self.max_bytes:
-            self.drop(next(iter(self._entries)))
+        if pin:
+            self.pinned.add(key)
+        self.evict()
+
+    def evict(self) -> None:
+        """Drop the least recently used unpinned entries until within budget."""
+        for key in [k for k in self._entries if k not in self.pinned]:
+            if self.nbytes <= self.max_bytes:
+                return
+            self.drop(key)
 
     def clear(self) -> None:
         self._entries.clear()
+        self.pinned.clear()
         self.nbytes = 0
 
 
