@@ -98,6 +98,25 @@ def test_prefix_cache_reuses_the_previous_turn_and_changes_nothing(tiny_model):
     assert len(cached.prefix_cache) == 1  # each turn's entry replaced the one it continued
 
 
+def test_rows_still_going_continue_from_the_cache_in_a_smaller_batch(tiny_model):
+    """Rounds of 4, 8, 16 steps: a row that stopped leaves; the others go on, unchanged."""
+    cached = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=64)
+    cached.chunk_tokens = 4
+    plain = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=0)
+    prompts = _prompts(plain)
+    each = [{"max_new_tokens": 20, "stop": ["\n" * 5]}, {"max_new_tokens": 20}]
+    each += [{"max_new_tokens": 11}]
+    a, b = _batch(cached, prompts, each), _batch(plain, prompts, each)
+    for x, y in zip(a, b, strict=True):
+        assert (x.text, x.token_ids, x.finish_reason) == (y.text, y.token_ids, y.finish_reason)
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    assert [len(g.token_ids) for g in a[1:]] == [20, 11] and a[0].finish_reason == "stop"
+    assert cached.batch_sizes == [3] and cached.stats.batches == 3  # three generate rounds
+    assert plain.stats.row_steps == 3 * 20  # stopped rows computed to the end
+    # 3 rows x 4 steps, 3 x 8 (two of them stop in there), the last row alone for its 8 left
+    assert cached.stats.steps == 20 and cached.stats.row_steps == 3 * 4 + 3 * 8 + 8
+
+
 def test_prefix_cache_matching_and_budget():
     def kv(n):
         return [(torch.zeros(1, n, 2), torch.zeros(1, n, 2))]  # one layer: 16 bytes a position

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgym.llm.prefix import KV, Hit, PrefixCache, batch_cache, row_kv
+from agentgym.llm.prefix import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
 
 
 class Generation(BaseModel):
@@ -64,7 +64,9 @@ class EngineStats:
     batches: int = 0
     rows: int = 0
     steps: int = 0
-    """Generated positions summed over batches: one forward pass of the whole batch each."""
+    """Decode steps summed over ``generate`` calls: one forward pass of the whole batch each."""
+    row_steps: int = 0
+    """Rows times steps summed over ``generate`` calls: the decode work, stopped rows included."""
     prompt_tokens: int = 0
     cached_tokens: int = 0
     """Prompt tokens whose keys and values an earlier request left in the prefix cache."""
@@ -145,6 +147,8 @@ class LocalEngine:
         self.prefix_cache: PrefixCache | None = None
         self.prefill_alone_tokens = 32
         """With a prefix cache, longer uncached prompt tails are prefilled one prompt at a time."""
+        self.chunk_tokens = 16
+        """With a prefix cache, the first round's steps (later rounds double; see ``_decode``)."""
         self._torch = torch
         self.patience = 0.25
         self.max_patience_s = 1.0
@@ -290,39 +294,61 @@ class LocalEngine:
     ) -> list[Generation]:
         self.batch_sizes.append(len(group))
         hits = [self._match(r.prompt_ids) for r in group]
+        rows = [_Row(r) for r in group]
         try:
             if self.prefix_cache is not None:
                 self.prefix_cache.pinned.update(h.key for h in hits if h is not None)
                 for request in group:
                     self._prefill_alone(request.prompt_ids)
-            return self._generate(sampling, group, keep_eos, sum(_length(h) for h in hits))
+            self._decode(sampling, rows)
         finally:
             self._unpin()
+        gens = [self._finish(row.request, row.tokens, row.logprobs, keep_eos) for row in rows]
+        self._count(gens, sum(_length(h) for h in hits))
+        return gens
+
+    def _decode(self, sampling: SamplingParams, rows: list[_Row]) -> None:
+        """Generate every row to its end, in rounds of doubling length when there is a cache.
+
+        ``generate`` computes a stopped row until the whole batch stops: one agent that never
+        writes its stop string would make 31 finished rows pay for its 48 tokens. So each round
+        ends after ``chunk_tokens`` (then twice that...) steps, and only the rows still going
+        continue, from the prefix cache, in a smaller batch.
+        """
+        live, chunk = rows, self.chunk_tokens
+        first = True
+        while live:
+            whole = self.prefix_cache is None or len(live) == 1
+            self._generate(sampling, live, None if whole else chunk, seed=first)
+            live, chunk, first = [row for row in live if not row.done], chunk * 2, False
 
     def _generate(
-        self, sampling: SamplingParams, group: list[_Request], keep_eos: bool, reused: int
-    ) -> list[Generation]:
-        """One ``generate`` call for the group, its rows' prefixes taken from the cache."""
+        self, sampling: SamplingParams, rows: list[_Row], limit: int | None, seed: bool
+    ) -> None:
+        """One ``generate`` call over ``rows`` (at most ``limit`` steps), prefixes from the cache."""
         torch = self._torch
-        hits = [self._match(r.prompt_ids) for r in group]
-        batch = _Layout(group, [_length(h) for h in hits], self.tokenizer.pad_token_id)
+        prompts = [row.prompt_ids for row in rows]
+        hits = [self._match(p) for p in prompts]
+        batch = Layout(rows, [_length(h) for h in hits], self.tokenizer.pad_token_id)
         extra: dict[str, Any] = {}
         cache = None
         if self.prefix_cache is not None:
             cache = self._batch_cache(hits, batch.cached)
             extra[_cache_api()[0]] = cache  # type: ignore[index]
-        stops = _StopCriteria(self.tokenizer, batch.width, group)
+        ends = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        stops = _StopCriteria(self.tokenizer, batch.width, rows, ends)
         if stops.needed:
             from transformers import StoppingCriteriaList
 
             extra["stopping_criteria"] = StoppingCriteriaList([stops])
-        if sampling.temperature > 0 and group[0].seed is not None:
-            torch.manual_seed(group[0].seed)
+        steps = max(row.left for row in rows)
+        if seed and sampling.temperature > 0 and rows[0].request.seed is not None:
+            torch.manual_seed(rows[0].request.seed)
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=torch.tensor(batch.ids, device=self.device),
                 attention_mask=torch.tensor(batch.mask, device=self.device),
-                max_new_tokens=max(r.max_new_tokens for r in group),
+                max_new_tokens=steps if limit is None else min(steps, limit),
                 do_sample=sampling.temperature > 0,
                 temperature=sampling.temperature if sampling.temperature > 0 else None,
                 top_p=sampling.top_p if sampling.temperature > 0 else None,
@@ -335,16 +361,16 @@ class LocalEngine:
             )
             logprobs = self.model.compute_transition_scores(
                 out.sequences, out.scores, normalize_logits=True
-            )
-        new_tokens = out.sequences[:, batch.width :].tolist()
-        gens = [
-            self._finish(r, new_tokens[i], logprobs[i].tolist(), keep_eos)
-            for i, r in enumerate(group)
-        ]
-        self._count(batch, len(out.scores), gens, reused)
+            ).tolist()
+        new = out.sequences[:, batch.width :].tolist()
+        for i, row in enumerate(rows):
+            new[i] = row.take(new[i], logprobs[i], stops.stopped_at[i], ends)
+        self.stats.batches += 1
+        self.stats.steps += len(out.scores)
+        self.stats.row_steps += len(rows) * len(out.scores)
+        self.stats.prefill_tokens += len(rows) * (batch.width - batch.cached)
         if cache is not None:
-            self._remember(group, hits, gens, batch, cache)
-        return gens
+            self._remember(prompts, new, hits, batch, cache)
 
     def _unpin(self) -> None:
         if self.prefix_cache is not None:
@@ -396,13 +422,13 @@ class LocalEngine:
 
     def _remember(
         self,
-        group: list[_Request],
+        prompts: list[list[int]],
+        new: list[list[int]],
         hits: list[Hit | None],
-        gens: list[Generation],
-        batch: _Layout,
+        batch: Layout,
         cache: Any,
     ) -> None:
-        """Cache every row's prompt and completion; drop the entries they continue."""
+        """Cache every row's prompt and new tokens (pinned); drop the entries they continue."""
         assert self.prefix_cache is not None
         torch = self._torch
         kv: KV = [(layer.keys, layer.values) for layer in cache.layers]
@@ -411,22 +437,19 @@ class LocalEngine:
             if hit is not None and self.prefix_cache.continued(hit):
                 self.prefix_cache.drop(hit.key)
         mask = torch.tensor(batch.mask)
-        for i, (request, gen) in enumerate(zip(group, gens, strict=True)):
-            m = min(len(gen.token_ids), fed)
+        for i, (prompt, tokens) in enumerate(zip(prompts, new, strict=True)):
+            m = min(len(tokens), fed)
             positions = torch.cat(
                 [mask[i].nonzero().flatten(), torch.arange(batch.width, batch.width + m)]
             ).to(kv[0][0].device)
-            ids = request.prompt_ids + gen.token_ids[:m]
-            self.prefix_cache.put(ids, len(request.prompt_ids), row_kv(kv, i, positions))
+            kept = row_kv(kv, i, positions)
+            self.prefix_cache.put(prompt + tokens[:m], len(prompt), kept, pin=True)
 
-    def _count(self, batch: _Layout, steps: int, gens: list[Generation], reused: int) -> None:
+    def _count(self, gens: list[Generation], reused: int) -> None:
         s = self.stats
-        s.batches += 1
         s.rows += len(gens)
-        s.steps += steps
         s.prompt_tokens += sum(g.prompt_tokens for g in gens)
         s.cached_tokens += reused
-        s.prefill_tokens += len(gens) * (batch.width - batch.cached)
         s.completion_tokens += sum(len(g.token_ids) for g in gens)
 
     def _finish(
@@ -458,54 +481,73 @@ class LocalEngine:
         )
 
 
-class _Layout:
-    """A batch's input rows: ``[pad | cached prefix | pad | prompt tail]``, pads masked out.
+@dataclass
+class _Row:
+    """One request while it generates, possibly over several ``generate`` calls."""
 
-    The cached prefixes end together at column ``cached`` and the tails at ``width``; the model
-    sees each row's positions counted over its mask, as for plain left padding.
-    """
+    request: _Request
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    done: bool = False
 
-    def __init__(self, group: list[_Request], cached: list[int], pad: int) -> None:
-        self.cached = max(cached)
-        tails = [len(r.prompt_ids) - c for r, c in zip(group, cached, strict=True)]
-        self.width = self.cached + max(tails)
-        self.ids: list[list[int]] = []
-        self.mask: list[list[int]] = []
-        for r, c, t in zip(group, cached, tails, strict=True):
-            gap, head = self.width - self.cached - t, self.cached - c
-            self.ids.append([pad] * head + r.prompt_ids[:c] + [pad] * gap + r.prompt_ids[c:])
-            self.mask.append([0] * head + [1] * c + [0] * gap + [1] * t)
+    @property
+    def prompt_ids(self) -> list[int]:
+        """What the next call continues from: the prompt and every token so far."""
+        return self.request.prompt_ids + self.tokens
+
+    @property
+    def left(self) -> int:
+        return self.request.max_new_tokens - len(self.tokens)
+
+    def take(
+        self, tokens: list[int], logprobs: list[float], stopped_at: int | None, ends: set[int]
+    ) -> list[int]:
+        """Append one call's tokens, up to the row's stop or its first EOS/pad; those appended."""
+        end = len(tokens) if stopped_at is None else stopped_at
+        for i, tok in enumerate(tokens[:end]):
+            if tok in ends:
+                end = i + 1
+                break
+        self.tokens += tokens[:end]
+        self.logprobs += logprobs[:end]
+        self.done = stopped_at is not None or self.left <= 0 or bool(set(tokens[:end]) & ends)
+        return tokens[:end]
 
 
 class _StopCriteria:
     """A transformers stopping criterion: each row stops at its own stop strings or token limit.
 
-    ``generate`` pads a stopped row from then on and ends when every row has stopped (EOS rows
-    stop by themselves). Text is decoded as :meth:`LocalEngine._finish` decodes it, so a row stops
-    exactly when ``_finish`` would find one of its stop strings.
+    ``generate`` pads a stopped row from then on and ends when every row has stopped. Text is
+    decoded as :meth:`LocalEngine._finish` decodes it (the row's earlier tokens included), so a
+    row stops exactly when ``_finish`` would find one of its stop strings. ``stopped_at`` holds
+    how many of this call's tokens each stopped row keeps.
     """
 
-    def __init__(self, tokenizer: Any, start: int, group: list[_Request]) -> None:
+    def __init__(self, tokenizer: Any, start: int, rows: list[_Row], ends: set[int]) -> None:
         self.tokenizer = tokenizer
         self.start = start
-        self.stops = [tuple(s for s in r.stop if s) for r in group]
-        self.limits = [r.max_new_tokens for r in group]
-        self.done = [False] * len(group)
+        self.ends = ends
+        self.before = [row.tokens for row in rows]
+        self.stops = [tuple(s for s in row.request.stop if s) for row in rows]
+        self.limits = [row.left for row in rows]
+        self.stopped_at: list[int | None] = [None] * len(rows)
         self.needed = any(self.stops) or len(set(self.limits)) > 1
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        new = input_ids[:, self.start :].tolist()
-        for i, tokens in enumerate(new):
-            if self.done[i]:
+        for i, tokens in enumerate(input_ids[:, self.start :].tolist()):
+            if self.stopped_at[i] is not None:
                 continue
-            if len(tokens) >= self.limits[i]:
-                self.done[i] = True
-            elif self.stops[i]:
-                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                self.done[i] = any(s in text for s in self.stops[i])
-        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+            ended = tokens[-1] in self.ends or len(tokens) >= self.limits[i]
+            if ended or (self.stops[i] and self._hit(self.before[i] + tokens, self.stops[i])):
+                self.stopped_at[i] = len(tokens)
+        done = [n is not None for n in self.stopped_at]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    def _hit(self, tokens: list[int], stops: tuple[str, ...]) -> bool:
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return any(s in text for s in stops)
 
 
 def _length(hit: Hit | None) -> int:

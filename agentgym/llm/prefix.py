@@ -115,6 +115,28 @@ class PrefixCache:
         self.nbytes = 0
 
 
+class Layout:
+    """A batch's input rows: ``[pad | cached prefix | pad | prompt tail]``, pads masked out.
+
+    ``group`` holds requests (``prompt_ids``), ``cached`` how many of each prompt's tokens come
+    from the cache.
+
+    The cached prefixes end together at column ``cached`` and the tails at ``width``; the model
+    sees each row's positions counted over its mask, as for plain left padding.
+    """
+
+    def __init__(self, group: list[Any], cached: list[int], pad: int) -> None:
+        self.cached = max(cached)
+        tails = [len(r.prompt_ids) - c for r, c in zip(group, cached, strict=True)]
+        self.width = self.cached + max(tails)
+        self.ids: list[list[int]] = []
+        self.mask: list[list[int]] = []
+        for r, c, t in zip(group, cached, tails, strict=True):
+            gap, head = self.width - self.cached - t, self.cached - c
+            self.ids.append([pad] * head + r.prompt_ids[:c] + [pad] * gap + r.prompt_ids[c:])
+            self.mask.append([0] * head + [1] * c + [0] * gap + [1] * t)
+
+
 def batch_cache(rows: list[tuple[KV, int]], width: int, template: KV) -> KV:
     """Per layer, batched [rows, heads, width, dim] keys and values, each row's prefix right-aligned.
 
