@@ -77,9 +77,10 @@ def eval_run(
     return {
         "steps/s": sum(len(e.steps) for e in result.new_episodes) / elapsed,
         "seconds": elapsed,
-        "mean batch": stats.rows / max(stats.batches, 1),
+        "mean batch": statistics.mean(client.engine.batch_sizes),
         "cached": stats.cached_tokens / max(stats.prompt_tokens, 1),
         "tokens/step": stats.completion_tokens / max(stats.rows, 1),
+        "prefilled": stats.prefill_tokens / max(stats.rows, 1),
     }
 
 
@@ -93,7 +94,8 @@ def batching_table(
     """Unbatched (max batch 1) vs batched (max batch 32) at each concurrency in ``suites``."""
     table = Table(title=f"{title} ({load()} at start)")
     columns = ["concurrency", "episodes", "unbatched steps/s", "batched steps/s"]
-    columns += ["batched / unbatched", "mean batch", "prompt tokens from cache", "tokens/step"]
+    columns += ["batched / unbatched", "mean batch", "prompt tokens from cache"]
+    columns += ["prefilled tokens/step", "new tokens/step"]
     for col in columns:
         table.add_column(col, justify="right")
     for c, suite in suites.items():
@@ -107,6 +109,7 @@ def batching_table(
             f"{many['steps/s'] / one['steps/s']:.1f}x",
             f"{many['mean batch']:.1f}",
             f"{many['cached']:.0%}",
+            f"{many['prefilled']:,.0f}",
             f"{many['tokens/step']:.1f}",
         )
     return table
@@ -201,10 +204,10 @@ def serve_table(
             engine = LocalEngine(model, max_batch_size=batch)
             server = ServerThread(create_app(engine, "m"))
             pool.submit(_clients, server.url, 1, 1, max_tokens).result()  # warm up
-            rows, batches = engine.stats.rows, engine.stats.batches
+            before = len(engine.batch_sizes)
             job = pool.submit(_clients, server.url, clients, per_client, max_tokens)
             elapsed, latencies, tokens = job.result()
-            rows, batches = engine.stats.rows - rows, engine.stats.batches - batches
+            batches = engine.batch_sizes[before:]
             server.stop()
             engine.close()
             rps = len(latencies) / elapsed
@@ -217,7 +220,7 @@ def serve_table(
                 f"{tokens / elapsed:,.1f}",
                 f"{statistics.median(latencies) * 1e3:,.0f}",
                 f"{q[18] * 1e3:,.0f}",
-                f"{rows / max(batches, 1):.1f}",
+                f"{statistics.mean(batches):.1f}",
                 f"{rps / base:.1f}x",
             )
     return table
