@@ -80,9 +80,18 @@ class ExpertAgent:
 
 
 class HumanAgent:
-    """A person at the terminal: shows each observation and reads the action from stdin."""
+    """A person at the terminal: shows each observation and reads the action from stdin.
+
+    Lines starting with ``:`` are commands, not actions: ``:actions`` lists every available
+    action, ``:quit`` ends the game, ``:help`` says so.
+    """
 
     name = "human"
+    COMMANDS = {
+        ":actions": "list every available action",
+        ":quit": "end the game",
+        ":help": "show these commands",
+    }
 
     def __init__(self, env: Any = None, prompt: str = "action> ") -> None:
         self.prompt = prompt
@@ -92,22 +101,38 @@ class HumanAgent:
 
         self.console = Console()
         self.console.rule(f"task {info.get('task_id', '')}")
+        self.console.print("[dim]commands: :actions, :quit, :help[/dim]")
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         self.console.print(observation, markup=False, highlight=False)
-        if info.get("available_actions"):
+        actions = list(info.get("available_actions") or [])
+        if actions:
+            shown = ", ".join(actions[:5]) + (", ..." if len(actions) > 5 else "")
             self.console.print(
-                f"[dim]{len(info['available_actions'])} available actions, e.g. "
-                f"{', '.join(info['available_actions'][:5])}[/dim]"
-            )
-        try:
-            return input(self.prompt)
-        except EOFError:
-            raise HumanQuit("the player closed the input") from None
+                f"{len(actions)} available actions, e.g. {shown} (:actions lists all)",
+                style="dim", markup=False, highlight=False,
+            )  # fmt: skip
+        while True:
+            try:
+                line = input(self.prompt)
+            except EOFError:
+                raise HumanQuit("the player closed the input") from None
+            command = line.strip().lower()
+            if command == ":quit":
+                raise HumanQuit("the player quit")
+            if command == ":actions":
+                for action in actions or ["(this env lists no actions: type any text)"]:
+                    self.console.print(f"  {action}", markup=False, highlight=False)
+            elif command in (":help", ":"):
+                for name, what in self.COMMANDS.items():
+                    self.console.print(f"  {name}: {what}", markup=False)
+            else:
+                return line
 
 
 class HumanQuit(KeyboardInterrupt):
-    """The person at the terminal ended the game (Ctrl-D); like Ctrl-C, it stops the rollout."""
+    """The person at the terminal ended the game (``:quit`` or Ctrl-D); like Ctrl-C, it stops
+    the rollout."""
 
 
 BUILTIN_AGENTS: dict[str, Callable[..., Agent]] = {

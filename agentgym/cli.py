@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from agentgym.env_options import parse_env_options
 from agentgym.episode import Episode
 from agentgym.llm.models import FetchError
 from agentgym.registry import check_isolate
@@ -55,10 +56,24 @@ def user_errors() -> Iterator[None]:
 
 
 @app.command()
-def envs() -> None:
-    """List the registered environments."""
+def envs(
+    options: Annotated[
+        str | None, typer.Option("--options", help="List this env's options instead")
+    ] = None,
+) -> None:
+    """List the registered environments, or one env's options (``--env-option KEY=VALUE``)."""
     import agentgym
 
+    if options is not None:
+        from agentgym.env_options import list_options
+
+        with user_errors():
+            rows = list_options(options)
+        table = Table("option", "type", "default", title=f"{options} options")
+        for o in rows:
+            table.add_row(o.name, o.type, "(required)" if o.required else repr(o.default))
+        console.print(table)
+        return
     table = Table("id", "description", "entry point")
     for s in agentgym.list_envs():
         table.add_row(s.id, s.description, s.entry_point)
@@ -110,18 +125,30 @@ def tasks_validate(suites: list[str]) -> None:
 @app.command()
 def play(
     env: str,
-    task: Annotated[str | None, typer.Option(help="Task id from the env's default suite")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Task id (looked up in --suite, else every suite of ENV)")
+    ] = None,
+    suite: Annotated[
+        str | None, typer.Option(help="Suite to draw the task from (default: the env's own)")
+    ] = None,
     seed: int = 0,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option("--env-option", "-E", help="Env option KEY=VALUE; repeat"),
+    ] = None,
 ) -> None:
-    """Play ENV yourself in the terminal."""
+    """Play ENV yourself in the terminal (:actions lists the actions, :quit ends)."""
     import agentgym
     from agentgym.agent import HumanAgent
+    from agentgym.env_options import check_env_options
 
     with user_errors():
-        environment = agentgym.make(env)
+        options = check_env_options(env, parse_env_options(env_option or []))
+        environment = agentgym.make(env, **options)
+        chosen = _play_task(environment, task, suite, seed)
     try:
-        ep = agentgym.rollout(environment, HumanAgent(), task, seed=seed)
-    except KeyboardInterrupt:  # Ctrl-C, or Ctrl-D at the prompt
+        ep = agentgym.rollout(environment, HumanAgent(), chosen, seed=seed)
+    except KeyboardInterrupt:  # Ctrl-C, Ctrl-D or :quit at the prompt
         console.print("\n[yellow]stopped[/yellow]")
         raise typer.Exit(130) from None
     if ep.status == "error":
@@ -132,6 +159,25 @@ def play(
         f"[bold]{'success' if ep.success else 'failure'}[/bold]: score {ep.score:.3f}, "
         f"{ep.n_steps} steps"
     )
+
+
+def _play_task(env: Any, task_id: str | None, suite: str | None, seed: int) -> Any:
+    """The task to play: from ``suite`` when given, else the env's own suite, else found by id in
+    another split of the env's family (``household-valid_seen-0000`` under Household-v0)."""
+    import random
+
+    from agentgym.task import builtin_suites
+
+    if suite is not None:
+        tasks = TaskSuite.load(suite)
+        return tasks[task_id] if task_id else tasks.tasks[random.Random(seed).randrange(len(tasks))]
+    if task_id is None or task_id in env.suite:
+        return task_id  # the env draws or resolves it
+    family = env.suite.name.split("/")[0]
+    for name in builtin_suites():
+        if name.startswith(f"{family}/") and task_id in (other := TaskSuite.load(name)):
+            return other[task_id]
+    raise KeyError(f"no task {task_id!r} in the {family}/* suites; see `agentgym tasks list`")
 
 
 @app.command("eval")
@@ -164,6 +210,14 @@ def eval_(
         str | None,
         typer.Option(help="Ray cluster to join (auto, ray://HOST:10001); default: a local one"),
     ] = None,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env-option",
+            "-E",
+            help="Env option KEY=VALUE; repeat (list: agentgym envs --options ENV)",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
     import agentgym
@@ -174,7 +228,8 @@ def eval_(
             raise ValueError(f"no task in {suite} matches tags {tag}")
         check_isolate(isolate)
         check_backend(backend, address)
-        preflight(tasks, agent)
+        env_options = parse_env_options(env_option or [])
+        preflight(tasks, agent, env_options)
         store = agentgym.Store(db)
     if backend == "ray":  # join (or start) Ray once, before the first progress bar
         _join_ray(address)
@@ -196,6 +251,7 @@ def eval_(
                     on_episode=on_episode,
                     backend=backend,
                     address=address,
+                    env_options=env_options,
                 )
             except KeyboardInterrupt:
                 err_console.print(
@@ -210,16 +266,19 @@ def eval_(
         raise typer.Exit(1)
 
 
-def preflight(tasks: TaskSuite, specs: list[str]) -> None:
+def preflight(tasks: TaskSuite, specs: list[str], env_options: dict[str, Any]) -> None:
     """Refuse a run that cannot work, before its first episode: an env id that is not registered,
-    an agent spec that does not build (bad options, a missing API key, a model that cannot load).
-    Each agent is built once against the suite's first env, as every episode will build it."""
+    an env option it does not take, an agent spec that does not build (bad options, a missing API
+    key, a model that cannot load). Each agent is built once against the suite's first env, as
+    every episode will build it."""
     import agentgym
+    from agentgym.env_options import check_suite_options
     from agentgym.registry import spec as env_spec
 
     for env_id in sorted({t.env for t in tasks}):
         env_spec(env_id)
-    env = agentgym.make(tasks.tasks[0].env)
+    checked = check_suite_options(sorted({t.env for t in tasks}), env_options)
+    env = agentgym.make(tasks.tasks[0].env, **checked.get(tasks.tasks[0].env, {}))
     try:
         for spec in specs:
             agentgym.agent_factory(spec)(env)
@@ -384,6 +443,9 @@ def serve(
     port: int = 8000,
     name: Annotated[str | None, typer.Option(help="Model id (default: the folder name)")] = None,
     max_batch_size: Annotated[int, typer.Option(min=1)] = 32,
+    request_timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds one request may take (then 504)")
+    ] = 600.0,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
     from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
@@ -400,7 +462,12 @@ def serve(
     from agentgym.llm.server import serve as run_server
 
     run_server(
-        folder, host=host, port=port, name=name or Path(path).name, max_batch_size=max_batch_size
+        folder,
+        host=host,
+        port=port,
+        name=name or Path(path).name,
+        max_batch_size=max_batch_size,
+        request_timeout_s=request_timeout,
     )
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentgym.agent import Agent, AgentFactory, agent_factory
+from agentgym.env_options import check_suite_options
 from agentgym.episode import Episode
 from agentgym.registry import check_isolate, make
 from agentgym.rollout import rollout
@@ -75,6 +76,18 @@ def run_id_for(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _jsonable(value: Any) -> Any:
+    """An env option as the run id sees it: JSON as is, a pydantic model as its fields, any other
+    object by its type (two runs given different objects of one type share an id)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    try:
+        json.dumps(value)
+    except TypeError:
+        return f"<{type(value).__qualname__}>"
+    return value
+
+
 def evaluate(
     suite: TaskSuite | str,
     agent: str | AgentFactory,
@@ -91,6 +104,7 @@ def evaluate(
     on_episode: Callable[[Episode, Progress], None] | None = None,
     backend: str = "local",
     address: str | None = None,
+    env_options: dict[str, Any] | None = None,
 ) -> RunResult:
     """Evaluate ``agent`` on every task of ``suite`` ``samples`` times; results go to ``db``.
 
@@ -99,12 +113,15 @@ def evaluate(
     sandbox. ``backend="ray"`` runs the episodes in ``concurrency`` Ray actors (joining the cluster
     at ``address``, else starting a local one), each building its own env and agent; storing,
     resuming, seeds and callbacks stay here, so both backends give the same rows and share run ids.
+    ``env_options`` are constructor keywords for every env of the suite (``{"user": "llm"}``),
+    checked against each env's options before anything runs; they are part of the run id.
     Returns when every episode is stored.
     """
     if concurrency < 1 or samples < 1:
         raise ValueError(f"concurrency and samples must be >= 1, got {concurrency} and {samples}")
     check_backend(backend, address)
     suite = TaskSuite.load(suite) if isinstance(suite, str) else suite
+    options = check_suite_options(sorted({t.env for t in suite}), env_options or {})
     factory = agent_factory(agent) if isinstance(agent, str) else agent
     agent_name = (
         agent if isinstance(agent, str) else getattr(agent, "__name__", type(agent).__name__)
@@ -122,6 +139,9 @@ def evaluate(
         isolate
     ):  # only when set, so the run ids (and resume) of plain runs stay as they were
         config["isolate"] = isolate
+    if options:  # likewise: plain runs keep their ids; checked values, so true == True
+        checked = next(iter(options.values()))
+        config["env_options"] = {k: _jsonable(v) for k, v in sorted(checked.items())}
     store = db if isinstance(db, Store) else Store(db)
     run_id = run_id_for({**config, "name": name})
     store.start_run(
@@ -139,7 +159,7 @@ def evaluate(
     if not todo:  # nothing left to resume: no threads, no Ray cluster
         return RunResult(run_id, store, [], progress)
     workers = min(concurrency, len(todo))
-    settings = EpisodeSettings(isolate, max_steps, time_limit_s)
+    settings = EpisodeSettings(isolate, max_steps, time_limit_s, options)
     runner = _backend(backend, agent, factory, settings, workers, address)
     new = asyncio.run(_run_all(todo, runner, workers, store, run_id, seed, progress, on_episode))
     return RunResult(run_id, store, new, progress)
@@ -152,6 +172,7 @@ class EpisodeSettings:
     isolate: str | None = None
     max_steps: int | None = None
     time_limit_s: float | None = None
+    env_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # checked, per env id
 
 
 def failed_episode(task: Task, sample: int, error: BaseException) -> Episode:
@@ -180,7 +201,8 @@ def run_episode(
     """
     try:
         if task.env not in envs:
-            envs[task.env] = make(task.env, isolate=settings.isolate)
+            options = settings.env_options.get(task.env, {})
+            envs[task.env] = make(task.env, isolate=settings.isolate, **options)
         env = envs[task.env]
         agent: Agent = factory(env)
     except Exception as e:  # a task naming a broken env is an errored episode, not a crash

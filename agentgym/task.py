@@ -68,6 +68,9 @@ class TaskSuite:
     def __iter__(self) -> Iterator[Task]:
         return iter(self.tasks)
 
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._by_id
+
     def __getitem__(self, task_id: str) -> Task:
         try:
             return self._by_id[task_id]

@@ -199,3 +199,48 @@ def test_export_rows_name_their_run_and_agent(tmp_path, noop_file):
     assert len(chat) == 6 and {r["agent"] for r in chat} == {"random"} and "messages" in chat[0]
     missing = runner.invoke(app, ["export", db, "--agent", "human"])
     assert missing.exit_code == 2 and "agents there: ['expert', 'random']" in missing.output
+
+
+def test_play_commands_list_actions_and_quit():
+    result = runner.invoke(
+        app,
+        ["play", "Household-v0", "--task", "household-valid_seen-0000"],
+        input=":actions\n:quit\n",
+    )  # the id lives in another split than the env's default suite
+    assert result.exit_code == 130, result.output
+    assert "task household-valid_seen-0000" in result.output
+    assert "(:actions lists all)" in result.output and "  go to towelholder 1\n" in result.output
+
+
+def test_play_hint_keeps_bracketed_actions():
+    result = runner.invoke(app, ["play", "WebShop-v0", "--suite", "webshop/test"], input=":quit\n")
+    assert "e.g. search[<keywords>]" in result.output, result.output
+
+
+def test_play_unknown_task_is_one_line():
+    result = runner.invoke(app, ["play", "Household-v0", "--task", "nope"], input="")
+    assert result.exit_code == 2 and "no task 'nope' in the household/* suites" in result.output
+
+
+def test_env_options_listed_checked_and_part_of_the_run_id(tmp_path):
+    listed = runner.invoke(app, ["envs", "--options", "KBQA-v0"])
+    assert listed.exit_code == 0 and "handles" in listed.output and "bool" in listed.output
+    db = str(tmp_path / "r.db")
+    base = ["eval", "kbqa/metaqa-test", "-a", "expert", "--limit", "2", "--db", db]
+    for bad, message in [
+        (["-E", "handle=true"], "has no option 'handle'; options: suite, render_mode, kb, handles"),
+        (["-E", "handles=maybe"], "option handles='maybe': Input should be a valid boolean"),
+        (["-E", "handles"], "write KEY=VALUE"),
+    ]:
+        result = runner.invoke(app, [*base, *bad])
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert runner.invoke(app, base).exit_code == 0
+    assert runner.invoke(app, [*base, "-E", "handles=true"]).exit_code == 0
+    runs = json.loads(runner.invoke(app, ["report", db, "--json"]).output)
+    assert len(runs) == 2  # the option made a second run, not a resume of the first
+    from agentgym.store import Store
+
+    store = Store(db)
+    firsts = {r["config"].get("env_options", {}).get("handles", False): [
+        e.first_observation for e in store.episodes(r["id"])] for r in store.runs()}  # fmt: skip
+    assert all("@1 = " in o for o in firsts[True]) and not any("@1" in o for o in firsts[False])

@@ -50,7 +50,8 @@ class EnvConfig(_Strict):
     id: str
     """A registered env id (``Clarify-v0``, ``Household-v0``, ...)."""
     kwargs: dict[str, Any] = {}
-    """Keyword arguments for ``agentgym.make`` (e.g. ``sandbox: docker`` for Swe-v0)."""
+    """Env options, the keywords of ``agentgym.make`` (e.g. ``sandbox: docker`` for Swe-v0),
+    checked as ``--env-option`` is (``agentgym envs --options ID`` lists them)."""
     suite: str | None = None
     """Training suite (name or path); default: the env's default suite."""
     tags: list[str] = []
@@ -66,6 +67,14 @@ class EnvConfig(_Strict):
     system_prompt: bool = True
     """Put the env's system prompt before the first observation (off saves tokens for tiny
     models when the observation already states the action syntax)."""
+
+    @model_validator(mode="after")
+    def _known_options(self) -> EnvConfig:
+        from agentgym.env_options import check_env_options
+
+        if self.kwargs:
+            self.kwargs = check_env_options(self.id, self.kwargs)
+        return self
 
 
 class RolloutConfig(_Strict):
