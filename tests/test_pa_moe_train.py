@@ -284,7 +284,7 @@ def test_resume_restores_router_adapters_and_optimizer_exactly(noop_sft, tmp_pat
 
 
 def test_config_errors_and_the_method_config(tmp_path):
-    with pytest.raises(ValueError, match="grpo, reinforce_pp or gigpo"):
+    with pytest.raises(ValueError, match="trains with gigpo, grpo, reinforce_pp, not ppo"):
         _cfg("m", tmp_path, **{"algo.name": "ppo"})
     with pytest.raises(ValueError, match="drop model.lora"):
         _cfg("m", tmp_path, **{"model.lora": {"r": 4}})

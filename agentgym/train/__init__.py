@@ -8,7 +8,9 @@ Rollouts            token-exact (:mod:`~agentgym.train.rollout`): ids and logpro
 Batches             :func:`~agentgym.train.batch.build_batch`: a row per episode or per step;
                     token-, sequence- or episode-mean aggregation as per-token weights
 Algorithms          ``sft.py``, ``grpo.py`` (GRPO, Dr.GRPO, DAPO clip-higher, KL), ``ppo.py``
-                    (value head, turn-level GAE), ``reinforce_pp.py``, ``gigpo.py``
+                    (value head, turn-level GAE), ``reinforce_pp.py``, ``gigpo.py``; plug new
+                    ones in with :func:`~agentgym.train.algorithm.register_algorithm`
+                    (``algo.name``)
 Credit              pure functions in ``advantages.py``; plug new ones in with
                     :func:`~agentgym.train.credit.register_credit` (``algo.credit``)
 Failures            episodes with ``status="error"`` are out of group statistics and the loss,
@@ -19,6 +21,7 @@ Metrics             console and the store's ``train_metrics`` table: reward, suc
 ==================  ============================================================================
 """
 
+from agentgym.train.algorithm import Algorithm, AlgorithmSpec, get_algorithm, register_algorithm
 from agentgym.train.batch import Batch, build_batch, token_weights
 from agentgym.train.chat import ChatFormat
 from agentgym.train.config import TrainConfig, load_config
@@ -28,6 +31,8 @@ from agentgym.train.rollout import Job, Sampling, collect
 from agentgym.train.trainer import Trainer
 
 __all__ = [
+    "Algorithm",
+    "AlgorithmSpec",
     "Batch",
     "ChatFormat",
     "CreditContext",
@@ -39,8 +44,10 @@ __all__ = [
     "Turn",
     "build_batch",
     "collect",
+    "get_algorithm",
     "get_credit",
     "load_config",
+    "register_algorithm",
     "register_credit",
     "token_weights",
 ]

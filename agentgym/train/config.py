@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.policy import LoraConfig
@@ -107,8 +107,9 @@ class RolloutConfig(_Strict):
 class AlgoConfig(_Strict):
     """The algorithm and its knobs; each field says which algorithms read it."""
 
-    name: Literal["sft", "grpo", "reinforce_pp", "gigpo", "ppo"] = "grpo"
-    """sft, grpo (also Dr.GRPO/DAPO through the fields below), reinforce_pp, gigpo, ppo."""
+    name: str = "grpo"
+    """A registered algorithm (:func:`agentgym.train.algorithm.register_algorithm`): sft, grpo
+    (also Dr.GRPO/DAPO through the fields below), reinforce_pp, gigpo, ppo, or a plug-in's."""
     credit: str | None = None
     """Credit function by name (``agentgym.train.credit.register_credit``); default: the
     algorithm's own (grpo -> "grpo", reinforce_pp -> "reinforce_pp", gigpo -> "gigpo")."""
@@ -151,6 +152,17 @@ class AlgoConfig(_Strict):
     then have zero gradient (their tokens still count in the token-mean's denominator)."""
     options: dict[str, Any] = {}
     """Extra settings for plugin credit functions (e.g. InfoPO's beta and tau)."""
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        from agentgym.train.algorithm import get_algorithm
+
+        try:
+            get_algorithm(name)
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+        return name
 
 
 class OptimConfig(_Strict):
@@ -232,10 +244,13 @@ class TrainConfig(_Strict):
     def _routed_policy_fits(self) -> TrainConfig:
         if self.model.policy is None:
             return self
-        if self.algo.name in ("sft", "ppo"):
+        from agentgym.train.algorithm import algorithm_names, get_algorithm
+
+        if not get_algorithm(self.algo.name).routable:
+            routable = [n for n in algorithm_names() if get_algorithm(n).routable]
             raise ValueError(
                 f"model.policy {self.model.policy!r} routes each step to an adapter at rollout; "
-                f"it trains with grpo, reinforce_pp or gigpo, not {self.algo.name}"
+                f"it trains with {', '.join(routable)}, not {self.algo.name}"
             )
         if self.model.lora is not None:
             raise ValueError(

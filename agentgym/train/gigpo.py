@@ -20,9 +20,11 @@ from agentgym.train.advantages import (
     gigpo_advantages,
     similarity_anchor,
 )
+from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.batch import turn_to_tokens
 from agentgym.train.credit import CreditContext, CreditFn, episode_arrays, register_credit
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.grpo import policy_gradient
 
 
 def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
@@ -51,3 +53,4 @@ def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
 
 
 register_credit("gigpo", gigpo_credit_with())
+register_algorithm("gigpo", AlgorithmSpec(policy_gradient, routable=True))

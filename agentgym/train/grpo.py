@@ -15,10 +15,12 @@ import numpy as np
 import torch
 
 from agentgym.train.advantages import group_advantages
+from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.batch import Batch
-from agentgym.train.config import AlgoConfig
+from agentgym.train.config import AlgoConfig, TrainConfig
 from agentgym.train.credit import (
     CreditContext,
+    CreditFn,
     broadcast,
     episode_arrays,
     get_credit,
@@ -38,17 +40,15 @@ def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np
 
 register_credit("grpo", grpo_credit)
 
-DEFAULT_CREDIT = {"grpo": "grpo", "reinforce_pp": "reinforce_pp", "gigpo": "gigpo", "ppo": "gae"}
-
 
 # ============================================================================ loss
 class PolicyGradient:
     """Clipped policy-gradient loss over token advantages; GRPO, REINFORCE++ and GiGPO use it."""
 
-    def __init__(self, model: Any, cfg: AlgoConfig) -> None:
-        self.model, self.cfg = model, cfg
+    def __init__(self, model: Any, cfg: AlgoConfig, credit: CreditFn) -> None:
+        self.model, self.cfg, self.credit = model, cfg, credit
         self.reference = Reference(model) if cfg.kl_coef > 0 else None
-        self.credit = get_credit(cfg.credit or DEFAULT_CREDIT[cfg.name])
+        self.zero_advantage_inert = not (cfg.kl_coef or cfg.entropy_coef)
 
     def extra_modules(self) -> dict[str, torch.nn.Module]:
         """Trainable modules besides the model (PPO's value head); saved in checkpoints."""
@@ -80,3 +80,12 @@ class PolicyGradient:
         if self.cfg.entropy_coef:
             loss = loss - self.cfg.entropy_coef * weighted(entropy, mb.weights)
         return loss, metrics
+
+
+def policy_gradient(model: Any, cfg: TrainConfig) -> PolicyGradient:
+    """The clipped loss with ``algo.credit``, by default the credit function named like the
+    algorithm (GRPO, REINFORCE++ and GiGPO register this with their own names)."""
+    return PolicyGradient(model, cfg.algo, get_credit(cfg.algo.credit or cfg.algo.name))
+
+
+register_algorithm("grpo", AlgorithmSpec(policy_gradient, routable=True))

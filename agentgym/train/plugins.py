@@ -29,5 +29,10 @@ class NamedRegistry(Generic[T]):
             for ep in entry_points(group=self.group, name=name):
                 self.register(name, ep.load())
         if name not in self.items:
-            raise KeyError(f"unknown {self.what} {name!r}; registered: {sorted(self.items)}")
+            raise KeyError(f"unknown {self.what} {name!r}; registered: {self.names()}")
         return self.items[name]
+
+    def names(self) -> list[str]:
+        """Every name ``get`` accepts: the built-ins, those registered since, the entry points."""
+        self.builtins()
+        return sorted({*self.items, *(ep.name for ep in entry_points(group=self.group))})

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from agentgym.train.advantages import turn_gae, whiten
+from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.batch import Batch, build_batch, turn_to_tokens
 from agentgym.train.config import AlgoConfig
 from agentgym.train.credit import CreditContext
@@ -54,6 +55,7 @@ class PPO(PolicyGradient):
             from agentgym.train.policy import Reference
 
             self.reference = Reference(model)
+        self.zero_advantage_inert = False  # the value loss trains on every row
         device = next(model.parameters()).device
         self.value_head = ValueHead(hidden_size(model)).to(device)
 
@@ -124,3 +126,6 @@ def _at_value_positions(ep: TokenEpisode, per_turn: np.ndarray) -> np.ndarray:
     for t, g in zip(ep.turns, per_turn, strict=True):
         out[t.action_start - 1] = g
     return out
+
+
+register_algorithm("ppo", AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo)))

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from agentgym.train.advantages import reinforce_pp_advantages
+from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.credit import CreditContext, broadcast, episode_arrays, register_credit
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.grpo import policy_gradient
 
 
 def reinforce_pp_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
@@ -24,3 +26,4 @@ def reinforce_pp_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) ->
 
 
 register_credit("reinforce_pp", reinforce_pp_credit)
+register_algorithm("reinforce_pp", AlgorithmSpec(policy_gradient, routable=True))

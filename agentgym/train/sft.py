@@ -20,6 +20,7 @@ from agentgym.agent import ExpertAgent
 from agentgym.episode import Episode
 from agentgym.rollout import rollout
 from agentgym.task import Task
+from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.batch import Batch
 from agentgym.train.chat import ChatFormat
 from agentgym.train.episode import TokenEpisode, Turn
@@ -117,11 +118,17 @@ class SFT:
     is a training signal and the actions are a few percent of the tokens.
     """
 
+    zero_advantage_inert = False  # no advantages: every row's NLL counts
+
     def __init__(self, model: Any, context_weight: float = 0.0) -> None:
         self.model, self.context_weight = model, context_weight
 
     def extra_modules(self) -> dict[str, torch.nn.Module]:
         return {}
+
+    def advantages(self, episodes: Any, ctx: Any) -> tuple[list[Any], None]:
+        """SFT trains on the demonstrations of ``sft.data``, never on rollouts: nothing to credit."""
+        raise TypeError("SFT has no advantages: it trains on sft.data, not on rollouts")
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         only = None if self.context_weight else mb.weights > 0  # the head at action tokens only
@@ -133,3 +140,9 @@ class SFT:
         context = weighted(-logp, mb.context_weights)
         metrics["context_nll"] = context.item()
         return nll + self.context_weight * context, metrics
+
+
+register_algorithm(
+    "sft",
+    AlgorithmSpec(lambda model, cfg: SFT(model, cfg.sft.context_weight), rollouts=False),
+)

@@ -1,7 +1,8 @@
 """The training loop shared by every algorithm: data or rollouts -> credit -> update -> log.
 
-Algorithm logic lives in its own module (sft.py, grpo.py, reinforce_pp.py, gigpo.py, ppo.py);
-this file is the plumbing: model and optimizer setup, rollouts with the policy being trained
+Algorithm logic lives in its own module (sft.py, grpo.py, reinforce_pp.py, gigpo.py, ppo.py),
+found by ``algo.name`` in the registry of :mod:`agentgym.train.algorithm`; this file is the
+plumbing: model and optimizer setup, rollouts with the policy being trained
 (batched generation through ``LocalEngine.from_model``), error accounting, gradient accumulation,
 mixed precision, checkpoints with exact resume, evaluation, and metrics to the console and the
 store.
@@ -23,6 +24,7 @@ from agentgym.metrics import wilson_interval
 from agentgym.task import Task, TaskSuite
 from agentgym.train import checkpoint
 from agentgym.train.advantages import advantage_collapse_rate
+from agentgym.train.algorithm import Algorithm, get_algorithm
 from agentgym.train.batch import Batch, build_batch
 from agentgym.train.chat import ChatFormat
 from agentgym.train.config import TrainConfig
@@ -55,7 +57,8 @@ class Trainer:
             )
         self.model = self._load_model() if self.policy is None else self.policy.model
         self.chat = ChatFormat(self.tokenizer, cfg.env.system_prompt)
-        self.algo = make_algorithm(cfg, self.model)
+        self.spec = get_algorithm(cfg.algo.name)
+        self.algo: Algorithm = self.spec.build(self.model, cfg)
         self.extra = {**self.algo.extra_modules(), **(self.policy.modules() if self.policy else {})}
         params = [p for p in self.model.parameters() if p.requires_grad]
         params += [p for m in self.extra.values() for p in m.parameters()]
@@ -115,7 +118,7 @@ class Trainer:
     def run(self) -> dict[str, float]:
         """Train until ``cfg.steps``; checkpoint and log as configured; return the last metrics."""
         cfg = self.cfg
-        step_fn = self._sft_step() if cfg.algo.name == "sft" else self._rl_step()
+        step_fn = self._rl_step() if self.spec.rollouts else self._sft_step()
         while self.step < cfg.steps:
             started = time.perf_counter()
             metrics = step_fn(self.step)
@@ -131,8 +134,6 @@ class Trainer:
         return self.history[-1] if self.history else {}
 
     def _sft_step(self) -> Any:
-        from agentgym.train.sft import SFT
-
         data = self.sft_data()
         if not data:
             raise ValueError("no SFT data: no successful expert episode on the training tasks")
@@ -141,7 +142,6 @@ class Trainer:
         def step(i: int) -> dict[str, float]:
             rng = np.random.default_rng(derive_seed(self.cfg.seed, "sft", i))
             episodes = [data[j] for j in rng.choice(len(data), size, replace=False)]
-            assert isinstance(self.algo, SFT)
             return self.update(episodes, None, None)
 
         return step
@@ -247,15 +247,12 @@ class Trainer:
     def _rows_to_train(self, batch: Batch) -> Batch:
         """The rows that can change the weights, longest first (``optim.sort_by_length``).
 
-        With ``algo.skip_zero_advantage``, a policy-gradient loss without KL or entropy terms
-        gives a row whose loss tokens all have advantage 0 exactly zero gradient, so it is left
-        out (one row stays, so the optimiser steps on the same, zero, gradients as without).
+        With ``algo.skip_zero_advantage``, an algorithm whose zero-advantage rows are inert (a
+        policy-gradient loss without KL or entropy terms gives a row whose loss tokens all have
+        advantage 0 exactly zero gradient) trains without them (one row stays, so the optimiser steps on the same, zero, gradients as without).
         """
-        algo, rows = self.cfg.algo, torch.arange(batch.rows)
-        exact = algo.name in ("grpo", "reinforce_pp", "gigpo") and not (
-            algo.kl_coef or algo.entropy_coef
-        )
-        if algo.skip_zero_advantage and exact:
+        rows = torch.arange(batch.rows)
+        if self.cfg.algo.skip_zero_advantage and self.algo.zero_advantage_inert:
             moves = ((batch.advantages != 0) & (batch.loss_mask > 0)).any(1)
             rows = rows[moves] if moves.any() else rows[:1]
         if self.cfg.optim.sort_by_length:
@@ -396,21 +393,6 @@ class Trainer:
             self._pool.close()
         if self.store is not None:
             self.store.close()
-
-
-def make_algorithm(cfg: TrainConfig, model: Any) -> Any:
-    """The algorithm object for ``cfg.algo.name``."""
-    if cfg.algo.name == "sft":
-        from agentgym.train.sft import SFT
-
-        return SFT(model, cfg.sft.context_weight)
-    if cfg.algo.name == "ppo":
-        from agentgym.train.ppo import PPO
-
-        return PPO(model, cfg.algo)
-    from agentgym.train.grpo import PolicyGradient
-
-    return PolicyGradient(model, cfg.algo)
 
 
 def _suite(name: str | None, pool: EnvPool) -> TaskSuite:

@@ -1,0 +1,86 @@
+"""Algorithms as plug-ins: what the trainer asks of one, and the registry ``algo.name`` reads.
+
+A new algorithm is one module that defines a class meeting :class:`Algorithm` and registers it
+with :func:`register_algorithm` (in-tree: its module is listed in :func:`_builtins`; elsewhere:
+an ``agentgym.algorithms`` entry point naming its :class:`AlgorithmSpec`). The trainer's loop,
+the config's validation and the checkpoints need nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import torch
+
+from agentgym.train.plugins import NamedRegistry
+
+if TYPE_CHECKING:
+    from agentgym.train.batch import Batch
+    from agentgym.train.config import TrainConfig
+    from agentgym.train.credit import CreditContext
+    from agentgym.train.episode import TokenEpisode
+
+
+class Algorithm(Protocol):
+    """An update rule: advantages from a rollout batch, and a loss per micro-batch."""
+
+    zero_advantage_inert: bool
+    """True when a row whose loss tokens all have advantage 0 gets exactly zero gradient, so the
+    trainer may leave it out of the update (``algo.skip_zero_advantage``)."""
+
+    def extra_modules(self) -> dict[str, torch.nn.Module]:
+        """Trainable modules besides the model (PPO's value head): optimised and checkpointed."""
+        ...
+
+    def advantages(
+        self, episodes: Sequence[TokenEpisode], ctx: CreditContext
+    ) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        """(per-token advantages, per-token value targets or None) of a rollout batch."""
+        ...
+
+    def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
+        """This micro-batch's share of the batch loss, and its share of the metrics."""
+        ...
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """How to build an algorithm, and what the trainer and config must know before building it."""
+
+    build: Callable[[Any, TrainConfig], Algorithm]
+    """``(model, config) -> algorithm``."""
+    rollouts: bool = True
+    """Trains on its own rollouts (RL); False: on the demonstrations of ``sft.data`` (SFT)."""
+    routable: bool = False
+    """Can train a routed policy (``model.policy``): its loss needs only per-token logprobs."""
+
+
+def _builtins() -> None:
+    import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
+    import agentgym.train.grpo  # noqa: F401
+    import agentgym.train.ppo  # noqa: F401
+    import agentgym.train.reinforce_pp  # noqa: F401
+    import agentgym.train.sft  # noqa: F401
+
+
+_ALGORITHMS: NamedRegistry[AlgorithmSpec] = NamedRegistry(
+    "algorithm", "agentgym.algorithms", _builtins
+)
+
+
+def register_algorithm(name: str, spec: AlgorithmSpec) -> AlgorithmSpec:
+    """Make ``spec`` available as ``algo.name: name``."""
+    return _ALGORITHMS.register(name, spec)
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    """A built-in algorithm, or one from the ``agentgym.algorithms`` entry points."""
+    return _ALGORITHMS.get(name)
+
+
+def algorithm_names() -> list[str]:
+    """Every name ``algo.name`` accepts."""
+    return _ALGORITHMS.names()
