@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from agentgym.metrics import wilson_interval
+from agentgym.runner import run_id_for
 from agentgym.task import Task, TaskSuite
 from agentgym.train import checkpoint
 from agentgym.train.advantages import advantage_collapse_rate
@@ -72,6 +74,8 @@ class Trainer:
         self._engine: Any = None
         self.store, self.run_id = _open_store(cfg)
         self.history: list[dict[str, float]] = []
+        self.on_log: Callable[[dict[str, float]], None] | None = None
+        """Called with every logged row (``agentgym train``'s progress bar)."""
 
     # ------------------------------------------------------------------ setup
     def _load_model(self) -> Any:
@@ -249,7 +253,8 @@ class Trainer:
 
         With ``algo.skip_zero_advantage``, an algorithm whose zero-advantage rows are inert (a
         policy-gradient loss without KL or entropy terms gives a row whose loss tokens all have
-        advantage 0 exactly zero gradient) trains without them (one row stays, so the optimiser steps on the same, zero, gradients as without).
+        advantage 0 exactly zero gradient) trains without them (one row stays, so the optimiser
+        steps on the same, zero, gradients as without).
         """
         rows = torch.arange(batch.rows)
         if self.cfg.algo.skip_zero_advantage and self.algo.zero_advantage_inert:
@@ -313,6 +318,7 @@ class Trainer:
         if not tasks:
             return {}
         episodes = self.eval_episodes(tasks)
+        self._store_eval(tasks, episodes)
         ok = [ep for ep in episodes if ep.ok]
         wins = sum(ep.episode.success for ep in ok)
         lo, hi = wilson_interval(wins, len(ok))
@@ -338,6 +344,27 @@ class Trainer:
                 jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature, explore=False
             )
         return episodes
+
+    def _store_eval(self, tasks: list[Task], episodes: list[Any]) -> None:
+        """Keep a held-out evaluation as a run of its own, ``RUN_NAME step-N``, linked to this
+        training run (config ``train_run``/``train_step``): the viewer and ``agentgym report
+        --run`` draw held-out success over steps from these, and every episode can be read."""
+        if self.store is None:
+            return
+        config = {"train_run": self.run_id, "train_step": self.step}
+        eval_id = run_id_for(config)
+        self.store.start_run(
+            eval_id,
+            f"{self.cfg.run_name} step-{self.step}",
+            self.cfg.env.eval_suite or self.cfg.env.id,
+            f"train:{self.cfg.algo.name}:{self.cfg.model.path}",
+            config | {"samples": self.cfg.eval_samples, "temperature": self.cfg.eval_temperature},
+            _versions(),
+            None,
+        )
+        tags = {t.id: t.tags for t in tasks}
+        for ep in episodes:
+            self.store.save_episode(eval_id, ep.episode, tags.get(ep.episode.task_id, []))
 
     def save(self, directory: Path) -> Path:
         checkpoint.save(
@@ -370,6 +397,8 @@ class Trainer:
         self.history.append(metrics)
         if self.store is not None:
             self.store.save_train_metrics(self.run_id, self.step, metrics)
+        if self.on_log is not None:
+            self.on_log(metrics)
         if self.console is not None and self.step % self.cfg.log_every == 0:
             shown = (
                 "reward",
