@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -215,3 +216,29 @@ CONFIGS = sorted((Path(__file__).parents[1] / "configs").glob("*.yaml"))
 def test_example_configs_validate(path):
     cfg = load_config(path)
     assert cfg.model.path and cfg.env.id
+
+
+def test_ppo_loss_reads_entropy_coef(tiny_model):
+    """PPO shares GRPO's policy terms, so ``entropy_coef`` subtracts the weighted entropy."""
+    from agentgym.train.batch import build_batch
+    from agentgym.train.chat import ChatFormat
+    from agentgym.train.config import AlgoConfig
+    from agentgym.train.policy import load_model, load_tokenizer
+    from agentgym.train.ppo import PPO
+    from agentgym.train.sft import from_messages
+
+    chat = ChatFormat(load_tokenizer(tiny_model), system_prompt=False)
+    chats = [[{"role": "user", "content": "go"}, {"role": "assistant", "content": a}] for a in "ab"]
+    episodes = [from_messages(chat, m) for m in chats]
+    advantages = [
+        np.asarray(ep.mask, float) * a for ep, a in zip(episodes, (1.0, -1.0), strict=True)
+    ]
+    returns = [np.full(len(ep.ids), np.nan) for ep in episodes]
+    for ep, r in zip(episodes, returns, strict=True):
+        r[ep.turns[0].action_start - 1] = 0.5
+    mb = build_batch(episodes, advantages, returns=returns)
+    model = load_model(tiny_model)
+    plain, parts = PPO(model, AlgoConfig(name="ppo")).loss(mb)
+    bonus, _ = PPO(model, AlgoConfig(name="ppo", entropy_coef=0.1)).loss(mb)
+    assert parts["entropy"] > 0
+    assert bonus.item() == pytest.approx(plain.item() - 0.1 * parts["entropy"], rel=1e-5)

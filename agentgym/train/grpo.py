@@ -45,7 +45,8 @@ register_credit("grpo", grpo_credit)
 class PolicyGradient:
     """Clipped policy-gradient loss over token advantages; GRPO, REINFORCE++ and GiGPO use it."""
 
-    def __init__(self, model: Any, cfg: AlgoConfig, credit: CreditFn) -> None:
+    def __init__(self, model: Any, cfg: AlgoConfig, credit: CreditFn | None) -> None:
+        """``credit``: the credit function; None for a subclass with its own advantages (PPO)."""
         self.model, self.cfg, self.credit = model, cfg, credit
         self.reference = Reference(model) if cfg.kl_coef > 0 else None
         self.zero_advantage_inert = not (cfg.kl_coef or cfg.entropy_coef)
@@ -58,12 +59,26 @@ class PolicyGradient:
         self, episodes: Sequence[TokenEpisode], ctx: CreditContext
     ) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
         """(per-token advantages, per-token value targets or None)."""
+        assert self.credit is not None, "a subclass without a credit function overrides this"
         return self.credit(episodes, ctx), None
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         """This micro-batch's share of the batch loss, and its share of the metrics."""
         only = mb.weights > 0 if self.cfg.loss_logits_only else None
         logp, entropy = token_logprobs(self.model, mb, only)
+        return self.policy_terms(mb, logp, entropy, only)
+
+    def policy_terms(
+        self,
+        mb: Batch,
+        logp: torch.Tensor,
+        entropy: torch.Tensor,
+        only: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """The terms every policy-gradient loss shares, from the policy's per-token logprobs and
+        entropies: the clipped ratio to the sampling policy, ``kl_coef`` times the k3 KL to the
+        reference, minus ``entropy_coef`` times the entropy. ``only``: the positions ``logp``
+        holds (the reference is scored at the same ones)."""
         pg, clipped = clipped_policy_loss(
             logp, mb.old_logprobs, mb.advantages, self.cfg.clip_low, self.cfg.clip_high
         )

@@ -49,12 +49,7 @@ class PPO(PolicyGradient):
     """Clipped policy loss with GAE advantages plus ``vf_coef`` times the value loss."""
 
     def __init__(self, model: Any, cfg: AlgoConfig) -> None:
-        self.model, self.cfg = model, cfg
-        self.reference = None
-        if cfg.kl_coef > 0:
-            from agentgym.train.policy import Reference
-
-            self.reference = Reference(model)
+        super().__init__(model, cfg, credit=None)  # advantages: GAE on the value head's values
         self.zero_advantage_inert = False  # the value loss trains on every row
         device = next(model.parameters()).device
         self.value_head = ValueHead(hidden_size(model)).to(device)
@@ -94,30 +89,13 @@ class PPO(PolicyGradient):
         return [turn_to_tokens(ep, a) for ep, a in zip(episodes, splits, strict=True)], rets
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
-        from agentgym.train.losses import clipped_policy_loss
-
         out = forward(self.model, mb, hidden=True)
         logp, entropy = logprobs_from_logits(out.logits, mb.input_ids)
-        pg, clipped = clipped_policy_loss(
-            logp, mb.old_logprobs, mb.advantages, self.cfg.clip_low, self.cfg.clip_high
-        )
+        loss, metrics = self.policy_terms(mb, logp, entropy)
         values = self.value_head(out.hidden_states[-1])
         v_loss = weighted((values - mb.returns) ** 2, mb.value_weights)
-        pg_loss = weighted(pg, mb.weights)
-        loss = pg_loss + self.cfg.vf_coef * v_loss
-        metrics = {
-            "pg_loss": pg_loss.item(),
-            "value_loss": v_loss.item(),
-            "entropy": weighted(entropy.detach(), mb.weights).item(),
-            "clip_frac": weighted(clipped, mb.weights).item(),
-        }
-        if self.reference is not None:
-            from agentgym.train.losses import kl_k3
-
-            kl = weighted(kl_k3(logp, self.reference.logprobs(mb)), mb.weights)
-            loss = loss + self.cfg.kl_coef * kl
-            metrics["kl"] = kl.item()
-        return loss, metrics
+        metrics["value_loss"] = v_loss.item()
+        return loss + self.cfg.vf_coef * v_loss, metrics
 
 
 def _at_value_positions(ep: TokenEpisode, per_turn: np.ndarray) -> np.ndarray:
