@@ -51,6 +51,10 @@ class SamplingParams:
     top_p: float = 1.0
 
 
+class EngineClosed(RuntimeError):
+    """The engine was shut down (``cancel_all``) before this request finished."""
+
+
 @dataclass
 class _Request:
     prompt_ids: list[int]
@@ -58,7 +62,30 @@ class _Request:
     stop: tuple[str, ...]
     sampling: SamplingParams
     seed: int | None
+    deadline: float | None = None
+    """``time.monotonic()`` past which the request fails with :class:`TimeoutError`."""
+    timeout_s: float | None = None
+    watched: bool = False
+    """Queued by a caller who may cancel it: generation checks it at every step."""
     future: Future[Generation] = field(default_factory=Future)
+
+    def abandoned(self) -> bool:
+        """Nobody waits for this request any more: cancelled, failed, or past its deadline."""
+        return self.future.done() or self.expired()
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def deliver(self, result: Generation | BaseException) -> None:
+        """Resolve the future unless the caller already gave up; a late result becomes a timeout."""
+        if self.future.done():
+            return
+        if self.expired() and not isinstance(result, BaseException):
+            result = TimeoutError(f"generation passed its deadline of {self.timeout_s:g} s")
+        if isinstance(result, BaseException):
+            self.future.set_exception(result)
+        else:
+            self.future.set_result(result)
 
 
 @dataclass
@@ -77,6 +104,8 @@ class EngineStats:
     prefill_tokens: int = 0
     """Prompt positions computed, padding included."""
     completion_tokens: int = 0
+    abandoned: int = 0
+    """Requests dropped or stopped early because their caller cancelled or their deadline passed."""
 
 
 class LocalEngine:
@@ -160,6 +189,7 @@ class LocalEngine:
         ``patience`` times that batch's duration, at most ``max_patience_s``."""
         self._last_rows, self._last_run_s = 1, 0.0
         self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self._running: list[_Request] = []
         self._thread: threading.Thread | None = None
         if thread:
             self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
@@ -170,6 +200,16 @@ class LocalEngine:
             self.prefix_cache = PrefixCache(megabytes << 20)
 
     # ------------------------------------------------------------------ public
+    @property
+    def context_tokens(self) -> int:
+        """The most tokens (prompt and completion together) the model can attend over."""
+        config = self.model.config
+        for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(config, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return int(self.tokenizer.model_max_length)
+
     def render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> list[int]:
@@ -187,10 +227,24 @@ class LocalEngine:
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
+        timeout_s: float | None = None,
     ) -> Future[Generation]:
-        """Queue one generation; the future resolves when its batch is done."""
+        """Queue one generation; the future resolves when its batch is done.
+
+        Cancel the future to stop the generation (at its next decode step, or before it starts);
+        past ``timeout_s`` it stops the same way and the future fails with :class:`TimeoutError`.
+        A seeded request samples from its own generator: the same text alone or in any batch.
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         request = _Request(
-            prompt_ids, max_new_tokens, tuple(stop or ()), SamplingParams(temperature, top_p), seed
+            prompt_ids,
+            max_new_tokens,
+            tuple(stop or ()),
+            SamplingParams(temperature, top_p),
+            seed,
+            deadline,
+            timeout_s,
+            watched=True,
         )
         self._queue.put(request)
         return request.future
@@ -211,17 +265,23 @@ class LocalEngine:
     ) -> list[Generation]:
         """Generate for every prompt in this thread, ``max_batch_size`` at a time, in order.
 
-        Deterministic for a given seed (no queue timing decides the batches). ``keep_eos=True``
+        Deterministic for a given seed (prompt ``i`` samples with seed ``seed + i``, whatever the
+        batch size). ``keep_eos=True``
         keeps the end-of-sequence token that stopped a generation in ``token_ids`` and
         ``logprobs`` (``text`` never shows it): a trainer needs it, since stopping is an action.
         """
         sampling = SamplingParams(temperature, top_p)
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_batch_size):
-            chunk_seed = None if seed is None else seed + start
             group = [
-                _Request(p, max_new_tokens, tuple(stop or ()), sampling, chunk_seed)
-                for p in prompts[start : start + self.max_batch_size]
+                _Request(
+                    p,
+                    max_new_tokens,
+                    tuple(stop or ()),
+                    sampling,
+                    None if seed is None else seed + i,
+                )
+                for i, p in enumerate(prompts[start : start + self.max_batch_size], start)
             ]
             out += self._run(sampling, group, keep_eos)
         return out
@@ -234,6 +294,26 @@ class LocalEngine:
             self._thread = None
         self.clear_prefix_cache()
 
+    def cancel_all(self, reason: str = "the server is shutting down") -> None:
+        """Fail every queued and running request with :class:`EngineClosed` (graceful shutdown).
+
+        Running generations stop at their next decode step, so :meth:`close` returns promptly.
+        """
+        for request in [*self._running, *self._drain()]:
+            request.deliver(EngineClosed(reason))
+
+    def _drain(self) -> list[_Request]:
+        drained: list[_Request] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return drained
+            if item is None:
+                self._queue.put(None)
+                return drained
+            drained.append(item)
+
     def clear_prefix_cache(self) -> None:
         """Forget every cached prefix (after the model's weights change)."""
         if self.prefix_cache is not None:
@@ -242,6 +322,9 @@ class LocalEngine:
     # ------------------------------------------------------------------ batching loop
     def _loop(self) -> None:
         while batch := self._collect():
+            batch = self._live(batch)
+            if not batch:
+                continue
             started = time.monotonic()
             groups: dict[SamplingParams, list[_Request]] = defaultdict(list)
             for request in batch:
@@ -279,15 +362,34 @@ class LocalEngine:
             batch.append(request)
         return batch
 
+    def _live(self, batch: list[_Request]) -> list[_Request]:
+        """The requests someone still waits for; the others are dropped (expired ones time out)."""
+        live = [r for r in batch if not r.abandoned()]
+        for request in batch:
+            if request.abandoned():
+                self.stats.abandoned += 1
+                request.deliver(
+                    TimeoutError(f"queued past its deadline of {request.timeout_s:g} s")
+                )
+        return live
+
     def _run_guarded(self, sampling: SamplingParams, group: list[_Request]) -> None:
+        """Run a group; if it fails, run its requests one at a time so only the culprit fails."""
+        self._running = group
         try:
-            results = self._run(sampling, group)
+            results: list[Generation | BaseException] = list(self._run(sampling, group))
         except Exception as e:  # a failed batch fails its requests, never the engine thread
-            for request in group:
-                request.future.set_exception(e)
-            return
+            if len(group) > 1:
+                for request in group:
+                    self._run_guarded(sampling, [request])
+                return
+            results = [e]
+        finally:
+            self._running = []
         for request, result in zip(group, results, strict=True):
-            request.future.set_result(result)
+            if request.abandoned():
+                self.stats.abandoned += 1
+            request.deliver(result)
 
     def _match(self, prompt: list[int]) -> Hit | None:
         return None if self.prefix_cache is None else self.prefix_cache.match(prompt)
@@ -298,7 +400,7 @@ class LocalEngine:
     ) -> list[Generation]:
         self.batch_sizes.append(len(group))
         hits = [self._match(r.prompt_ids) for r in group]
-        rows = [_Row(r) for r in group]
+        rows = [_Row(r, self._generator(r.seed, sampling)) for r in group]
         try:
             if self.prefix_cache is not None:
                 self.prefix_cache.pinned.update(h.key for h in hits if h is not None)
@@ -320,15 +422,12 @@ class LocalEngine:
         continue, from the prefix cache, in a smaller batch.
         """
         live, chunk = rows, self.chunk_tokens
-        first = True
         while live:
             whole = self.prefix_cache is None or len(live) == 1
-            self._generate(sampling, live, None if whole else chunk, seed=first)
-            live, chunk, first = [row for row in live if not row.done], chunk * 2, False
+            self._generate(sampling, live, None if whole else chunk)
+            live, chunk = [row for row in live if not row.done], chunk * 2
 
-    def _generate(
-        self, sampling: SamplingParams, rows: list[_Row], limit: int | None, seed: bool
-    ) -> None:
+    def _generate(self, sampling: SamplingParams, rows: list[_Row], limit: int | None) -> None:
         """One ``generate`` call over ``rows`` (at most ``limit`` steps), prefixes from the cache."""
         torch = self._torch
         prompts = [row.prompt_ids for row in rows]
@@ -345,36 +444,43 @@ class LocalEngine:
             from transformers import StoppingCriteriaList
 
             extra["stopping_criteria"] = StoppingCriteriaList([stops])
+        sampler = _Sampler(sampling, [row.generator for row in rows])
         steps = max(row.left for row in rows)
-        if seed and sampling.temperature > 0 and rows[0].request.seed is not None:
-            torch.manual_seed(rows[0].request.seed)
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=torch.tensor(batch.ids, device=self.device),
                 attention_mask=torch.tensor(batch.mask, device=self.device),
                 max_new_tokens=steps if limit is None else min(steps, limit),
-                do_sample=sampling.temperature > 0,
-                temperature=sampling.temperature if sampling.temperature > 0 else None,
-                top_p=sampling.top_p if sampling.temperature > 0 else None,
+                do_sample=False,  # the sampler draws each row's token from the row's generator
+                logits_processor=sampler.processors(),
+                temperature=None,
+                top_p=None,
                 top_k=None,
                 pad_token_id=self.tokenizer.pad_token_id,
                 eos_token_id=self.tokenizer.eos_token_id,
                 return_dict_in_generate=True,
-                output_scores=True,
                 **extra,
             )
-            logprobs = self.model.compute_transition_scores(
-                out.sequences, out.scores, normalize_logits=True
-            ).tolist()
+            logprobs = sampler.logprobs(out.sequences)
         new = out.sequences[:, batch.width :].tolist()
         for i, row in enumerate(rows):
             new[i] = row.take(new[i], logprobs[i], stops.stopped_at[i], ends)
+        taken = out.sequences.shape[1] - batch.width
         self.stats.batches += 1
-        self.stats.steps += len(out.scores)
-        self.stats.row_steps += len(rows) * len(out.scores)
+        self.stats.steps += taken
+        self.stats.row_steps += len(rows) * taken
         self.stats.prefill_tokens += len(rows) * (batch.width - batch.cached)
         if cache is not None:
             self._remember(prompts, new, hits, batch, cache)
+
+    def _generator(self, seed: int | None, sampling: SamplingParams) -> Any:
+        """A row's own random stream (seeded, or drawn from torch's global generator)."""
+        if sampling.temperature <= 0:
+            return None
+        torch = self._torch
+        if seed is None:
+            seed = int(torch.randint(0, 2**62, ()).item())
+        return torch.Generator(device=self.device).manual_seed(seed % 2**64)
 
     def _unpin(self) -> None:
         if self.prefix_cache is not None:
@@ -490,6 +596,8 @@ class _Row:
     """One request while it generates, possibly over several ``generate`` calls."""
 
     request: _Request
+    generator: Any = None
+    """The row's own ``torch.Generator`` when sampling (None: greedy)."""
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     done: bool = False
@@ -514,8 +622,70 @@ class _Row:
                 break
         self.tokens += tokens[:end]
         self.logprobs += logprobs[:end]
-        self.done = stopped_at is not None or self.left <= 0 or bool(set(tokens[:end]) & ends)
+        self.done = (
+            stopped_at is not None
+            or self.left <= 0
+            or bool(set(tokens[:end]) & ends)
+            or self.request.abandoned()
+        )
         return tokens[:end]
+
+
+class _Sampler:
+    """Logits processors that sample every row from its own generator and record logprobs.
+
+    ``generate`` runs greedy; the last processor adds Gumbel noise drawn from each row's
+    generator to the tempered, top-p-filtered log-probabilities, so the arg max is a sample from
+    them (the Gumbel-max trick) that depends on the row alone, not on its batch-mates or on
+    torch's global seed. The logprob of each chosen token under those filtered probabilities (what
+    ``compute_transition_scores(normalize_logits=True)`` gave) is recorded one step later, when
+    the token shows up in ``input_ids``; only one step's distribution is kept in memory.
+    """
+
+    def __init__(self, sampling: SamplingParams, generators: list[Any]) -> None:
+        self.sampling = sampling
+        self.generators = generators
+        self.last: Any = None
+        self.taken: list[Any] = []
+
+    def processors(self) -> Any:
+        from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
+
+        chain: list[Any] = []
+        if self.sampling.temperature > 0:
+            chain.append(TemperatureLogitsWarper(self.sampling.temperature))
+            if self.sampling.top_p < 1.0:
+                chain.append(TopPLogitsWarper(self.sampling.top_p))
+        return LogitsProcessorList([*chain, self])
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        self._record(input_ids[:, -1])
+        self.last = torch.log_softmax(scores.float(), dim=-1)
+        if self.sampling.temperature <= 0:
+            return scores
+        noise = torch.stack(
+            [
+                torch.empty(scores.shape[-1], device=scores.device).exponential_(generator=g)
+                for g in self.generators
+            ]
+        )
+        return self.last - noise.clamp_min(1e-30).log()
+
+    def _record(self, chosen: Any) -> None:
+        if self.last is not None:
+            self.taken.append(self.last.gather(1, chosen[:, None])[:, 0])
+            self.last = None
+
+    def logprobs(self, sequences: Any) -> list[list[float]]:
+        """Per row, the logprob of every generated token."""
+        import torch
+
+        self._record(sequences[:, -1])
+        if not self.taken:
+            return [[] for _ in range(sequences.shape[0])]
+        return torch.stack(self.taken, dim=1).tolist()
 
 
 class _StopCriteria:
@@ -534,24 +704,28 @@ class _StopCriteria:
         self.before = [row.tokens for row in rows]
         self.stops = [tuple(s for s in row.request.stop if s) for row in rows]
         self.limits = [row.left for row in rows]
+        self.requests = [row.request for row in rows]
         self.stopped_at: list[int | None] = [None] * len(rows)
-        self.needed = any(self.stops) or len(set(self.limits)) > 1
+        self.needed = (
+            any(self.stops) or len(set(self.limits)) > 1 or any(r.watched for r in self.requests)
+        )
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        for i, tokens in enumerate(input_ids[:, self.start :].tolist()):
+        n = input_ids.shape[1] - self.start
+        for i, last in enumerate(input_ids[:, -1].tolist()):
             if self.stopped_at[i] is not None:
                 continue
-            ended = tokens[-1] in self.ends or len(tokens) >= self.limits[i]
-            if ended or (self.stops[i] and self._hit(self.before[i] + tokens, self.stops[i])):
-                self.stopped_at[i] = len(tokens)
+            ended = last in self.ends or n >= self.limits[i] or self.requests[i].abandoned()
+            if ended or (self.stops[i] and self._hit(i, input_ids[i, self.start :])):
+                self.stopped_at[i] = n
         done = [n is not None for n in self.stopped_at]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
-    def _hit(self, tokens: list[int], stops: tuple[str, ...]) -> bool:
-        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-        return any(s in text for s in stops)
+    def _hit(self, i: int, new: Any) -> bool:
+        text = self.tokenizer.decode(self.before[i] + new.tolist(), skip_special_tokens=True)
+        return any(s in text for s in self.stops[i])
 
 
 def _length(hit: Hit | None) -> int:

@@ -5,6 +5,13 @@ Endpoints ``/v1/models`` and ``/v1/chat/completions`` (``n``, ``logprobs``, ``ma
 dynamic batcher of :class:`~agentgym.llm.engine.LocalEngine`, so 32 clients cost about one batch.
 Streaming sends the completion as server-sent events once its batch is done (the batcher generates
 whole sequences; it does not stream token by token).
+
+Hostile or careless clients cannot hold the server: every request is validated before it joins a
+batch (400 naming the field: roles, null content, ``max_tokens`` beyond the model's context, seeds
+outside 64 bits); an unknown model is a 404; a request stops generating when its client disconnects
+or its deadline (``request_timeout_s``, 504) passes; one request that fails in a batch fails alone;
+each seeded request samples from its own generator, so its text does not depend on its
+batch-mates; SIGTERM fails the requests in flight with 503 and exits at once.
 """
 
 from __future__ import annotations
@@ -15,20 +22,58 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from fastapi import Request  # at module level: FastAPI resolves endpoint annotations here
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentgym.llm.clients import parse_tool_calls
-from agentgym.llm.engine import Generation, LocalEngine
+from agentgym.llm.engine import EngineClosed, Generation, LocalEngine
+
+INT64 = 2**63
+
+
+class TextPart(BaseModel):
+    """One part of a message's content list (only text parts: the models here read text)."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(BaseModel):
+    """One chat message; other fields (``name``, ``tool_call_id``...) pass to the template."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[TextPart] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _has_content(self) -> ChatMessage:
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError(
+                f"a {self.role} message needs a string content "
+                "(null only for an assistant message with tool_calls)"
+            )
+        return self
+
+    def for_template(self) -> dict[str, Any]:
+        """The message as the chat template reads it (content parts joined into one string)."""
+        message = self.model_dump(exclude_none=True)
+        if isinstance(self.content, list):
+            message["content"] = "".join(part.text for part in self.content)
+        return message
 
 
 class ChatCompletionRequest(BaseModel):
     """The subset of OpenAI's request body the server honours (unknown fields are ignored)."""
 
-    model: str = ""
-    messages: list[dict[str, Any]] = Field(min_length=1)
+    model: str | None = None
+    """The served model's name (404 for any other); omitted means the served model."""
+    messages: list[ChatMessage] = Field(min_length=1)
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
@@ -37,7 +82,7 @@ class ChatCompletionRequest(BaseModel):
     stop: list[str] | None = None
     stream: bool = False
     logprobs: bool = False
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-INT64, lt=INT64)
     tools: list[dict[str, Any]] | None = None
 
     @field_validator("stop", mode="before")
@@ -46,24 +91,44 @@ class ChatCompletionRequest(BaseModel):
         return [value] if isinstance(value, str) else value
 
 
-def create_app(engine: LocalEngine, model_name: str, default_max_tokens: int = 256) -> Any:
-    """The FastAPI application serving ``engine`` as ``model_name``."""
-    from fastapi import FastAPI, Request
+class RequestError(Exception):
+    """A request the server answers with an OpenAI-style error body instead of a completion."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+
+
+def create_app(
+    engine: LocalEngine,
+    model_name: str,
+    default_max_tokens: int = 256,
+    request_timeout_s: float | None = 600.0,
+) -> Any:
+    """The FastAPI application serving ``engine`` as ``model_name``.
+
+    ``request_timeout_s`` bounds one request from arrival to its last token (None: no bound).
+    """
+    from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, StreamingResponse
 
     app = FastAPI(title="agentgym serve")
     created = int(time.time())
 
+    def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+        body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+        return JSONResponse(status_code=status, content=body)
+
     @app.exception_handler(RequestValidationError)
     async def _bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"] if p != "body")
-        message = f"{where}: {first['msg']}"
-        return JSONResponse(
-            status_code=400,
-            content={"error": {"message": message, "type": "invalid_request_error", "code": None}},
-        )
+        return _error(400, f"{where}: {first['msg']}")
+
+    @app.exception_handler(RequestError)
+    async def _request_error(_: Request, exc: RequestError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.kind)
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -71,9 +136,15 @@ def create_app(engine: LocalEngine, model_name: str, default_max_tokens: int = 2
         return {"object": "list", "data": [card]}
 
     @app.post("/v1/chat/completions", response_model=None)
-    async def chat(body: ChatCompletionRequest) -> Any:
-        prompt = engine.render(body.messages, body.tools)
-        max_tokens = body.max_completion_tokens or body.max_tokens or default_max_tokens
+    async def chat(body: ChatCompletionRequest, request: Request) -> Any:
+        if body.model not in (None, model_name):
+            raise RequestError(
+                404,
+                f"The model '{body.model}' does not exist; this server serves '{model_name}'",
+                "model_not_found",
+            )
+        prompt = _render(engine, body)
+        max_tokens = _max_tokens(body, len(prompt), engine.context_tokens, default_max_tokens)
         futures = [
             engine.submit(
                 prompt,
@@ -82,16 +153,65 @@ def create_app(engine: LocalEngine, model_name: str, default_max_tokens: int = 2
                 temperature=body.temperature,
                 top_p=body.top_p,
                 seed=None if body.seed is None else body.seed + i,
+                timeout_s=request_timeout_s,
             )
             for i in range(body.n)
         ]
-        gens = list(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
+        gens = await _results(futures, request)
         response = _completion(gens, body, model_name, engine)
         if not body.stream:
             return response
         return StreamingResponse(_sse(response), media_type="text/event-stream")
 
     return app
+
+
+def _render(engine: LocalEngine, body: ChatCompletionRequest) -> list[int]:
+    """Prompt ids through the chat template; a template that rejects the chat is a 400."""
+    messages = [m.for_template() for m in body.messages]
+    try:
+        return engine.render(messages, body.tools)
+    except Exception as e:  # jinja errors, raise_exception() in templates, bad tool schemas
+        raise RequestError(400, f"messages: the chat template rejected them: {e}") from e
+
+
+def _max_tokens(body: ChatCompletionRequest, prompt: int, context: int, default: int) -> int:
+    """The completion budget: what was asked for, if prompt and completion fit the context."""
+    room = context - prompt
+    if room < 1:
+        raise RequestError(
+            400, f"messages: the prompt is {prompt} tokens; the model's context is {context}"
+        )
+    asked = body.max_completion_tokens or body.max_tokens
+    if asked is None:
+        return min(default, room)
+    if asked > room:
+        field = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
+        raise RequestError(
+            400,
+            f"{field}: {asked} is too many; the model's context is {context} tokens and the "
+            f"messages take {prompt}, so at most {room} can be generated",
+        )
+    return asked
+
+
+async def _results(futures: list[Future[Generation]], request: Request) -> list[Generation]:
+    """Wait for the generations; cancel them if the client goes away (or the wait is cancelled)."""
+    waiting = asyncio.ensure_future(asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
+    try:
+        while not waiting.done():
+            await asyncio.wait([waiting], timeout=0.1)
+            if not waiting.done() and await request.is_disconnected():
+                raise RequestError(499, "client disconnected")
+        return list(waiting.result())
+    except TimeoutError as e:
+        raise RequestError(504, f"timed out: {e}", "timeout") from e
+    except EngineClosed as e:
+        raise RequestError(503, str(e), "server_shutting_down") from e
+    finally:
+        for future in futures:
+            future.cancel()
+        waiting.cancel()
 
 
 def _completion(
@@ -186,9 +306,30 @@ def serve(
     port: int = 8000,
     name: str | None = None,
     max_batch_size: int = 32,
+    request_timeout_s: float | None = 600.0,
 ) -> None:
-    """Load ``path`` and serve it until interrupted."""
+    """Load ``path`` and serve it until SIGINT or SIGTERM.
+
+    On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
+    waits for them: a long generation held the process for minutes) and the server exits.
+    """
     import uvicorn
 
     engine = LocalEngine(path, max_batch_size=max_batch_size)
-    uvicorn.run(create_app(engine, name or Path(path).name), host=host, port=port, log_level="info")
+    app = create_app(engine, name or Path(path).name, request_timeout_s=request_timeout_s)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="info", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    graceful = server.handle_exit
+
+    def handle_exit(sig: int, frame: Any) -> None:
+        engine.cancel_all()
+        graceful(sig, frame)
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    try:
+        server.run()
+    finally:
+        engine.cancel_all()
+        engine.close()

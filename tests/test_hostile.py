@@ -1,0 +1,194 @@
+"""Hostile-input probes (issue 23): the serve abuse set over the tiny model.
+
+Each probe is one an attacker or an unlucky user sent; each failed on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import openai
+import pytest
+
+from agentgym.llm.engine import LocalEngine
+from agentgym.llm.server import ServerThread, create_app
+
+MESSAGES = [{"role": "user", "content": "The user wants one of these 8 movies."}]
+LONG = 200_000
+"""More tokens than the long-context model generates in minutes: a request that must be stopped."""
+
+
+@pytest.fixture
+def client(served):
+    return openai.OpenAI(base_url=served, api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def long_model(tiny_model, tmp_path_factory):
+    """The tiny model with a 1M-token context, so one request can ask for minutes of tokens."""
+    folder = tmp_path_factory.mktemp("long") / "long"
+    shutil.copytree(tiny_model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"max_position_embeddings": 10**6}))
+    return folder
+
+
+def _post(url: str, body: dict, timeout: float = 120) -> httpx.Response:
+    return httpx.post(f"{url}/chat/completions", json=body, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------- validation
+def test_max_tokens_beyond_the_context_is_a_400_naming_the_limit(client, tiny_model):
+    with pytest.raises(openai.BadRequestError, match=r"max_tokens: 1000000000 is too many.*4096"):
+        client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=10**9)
+    huge = [{"role": "user", "content": "movie " * 5000}]
+    with pytest.raises(openai.BadRequestError, match="the prompt is .* tokens; .* context is 4096"):
+        client.chat.completions.create(model="tiny", messages=huge)
+
+
+def test_an_unknown_model_is_a_404(client):
+    with pytest.raises(openai.NotFoundError, match="'gpt-4o' does not exist.*serves 'tiny'"):
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES, max_tokens=2)
+
+
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [
+        ([{"role": "wizard", "content": "hi"}], "messages.0.role"),
+        ([{"role": "user", "content": None}], "needs a string content"),
+        ([{}], "messages.0.role"),
+        ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "messages.0"),
+    ],
+)
+def test_bad_messages_are_a_400(served, messages, field):
+    r = _post(served, {"model": "tiny", "messages": messages, "max_tokens": 2})
+    assert r.status_code == 400 and field in r.json()["error"]["message"]
+
+
+def test_text_content_parts_are_read(client):
+    parts = [{"role": "user", "content": [{"type": "text", "text": MESSAGES[0]["content"]}]}]
+    a = client.chat.completions.create(model="tiny", messages=parts, max_tokens=5, temperature=0)
+    b = client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=5, temperature=0)
+    assert a.choices[0].message.content == b.choices[0].message.content
+
+
+def test_a_bad_seed_fails_alone_and_its_batch_mates_succeed(served):
+    good = {"model": "tiny", "messages": MESSAGES, "max_tokens": 4, "temperature": 1, "seed": 3}
+    bodies = [good] * 8 + [good | {"seed": 1e20}]
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        codes = [r.status_code for r in pool.map(lambda b: _post(served, b), bodies)]
+    assert codes == [200] * 8 + [400]
+
+
+# ---------------------------------------------------------------------------- batch isolation
+def _prompt(engine: LocalEngine, i: int) -> list[int]:
+    return engine.render([{"role": "user", "content": f"Question {i}: is it a comedy?"}], None)
+
+
+def test_a_seeded_request_samples_the_same_alone_or_in_any_batch(tiny_model):
+    engine = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=1.0, prefix_cache_mb=0)
+    try:
+        kw = dict(max_new_tokens=12, temperature=1.0)
+        alone = engine.submit(_prompt(engine, 1), seed=5, **kw).result()
+        batch = [engine.submit(_prompt(engine, i), seed=90 + i, **kw) for i in (0, 2)]
+        middle = engine.submit(_prompt(engine, 1), seed=5, **kw)
+        batch.append(engine.submit(_prompt(engine, 3), seed=77, **kw))
+        together = middle.result()
+        assert [f.result() is not None for f in batch] == [True] * 3
+        assert engine.batch_sizes[-2:] == [3, 1]  # the seeded request rode second of three
+        assert together.text == alone.text and together.token_ids == alone.token_ids
+    finally:
+        engine.close()
+
+
+def test_a_request_that_fails_in_a_batch_fails_alone(tiny_model):
+    engine = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=1.0, prefix_cache_mb=0)
+    try:
+        good = [engine.submit(_prompt(engine, i), max_new_tokens=3) for i in range(2)]
+        bad = engine.submit([10**6], max_new_tokens=3)  # no such token: the model raises
+        assert all(len(f.result().token_ids) > 0 for f in good)
+        with pytest.raises(IndexError):
+            bad.result()
+    finally:
+        engine.close()
+
+
+# ---------------------------------------------------------------------------- stopping
+@pytest.fixture
+def long_server(long_model):
+    engine = LocalEngine(long_model, prefix_cache_mb=0)
+    servers: list[ServerThread] = []
+
+    def start(**kwargs) -> str:
+        servers.append(ServerThread(create_app(engine, "long", **kwargs)))
+        return servers[-1].url
+
+    yield engine, start
+    for server in servers:
+        server.stop()
+    engine.cancel_all()
+    engine.close()
+
+
+def test_a_client_that_disconnects_stops_its_generation(long_server):
+    engine, start = long_server
+    url = start()
+    with pytest.raises(httpx.ReadTimeout):
+        _post(url, {"messages": MESSAGES, "max_tokens": LONG, "temperature": 0}, timeout=2)
+    for _ in range(600):  # the generation alone would take minutes
+        if engine.stats.abandoned:
+            break
+        time.sleep(0.1)
+    assert engine.stats.abandoned == 1
+    r = _post(url, {"messages": MESSAGES, "max_tokens": 3})
+    assert r.status_code == 200 and engine.stats.completion_tokens < LONG
+
+
+def test_a_request_past_its_deadline_is_a_504(long_server):
+    engine, start = long_server
+    url = start(request_timeout_s=1.0)
+    r = _post(url, {"messages": MESSAGES, "max_tokens": LONG, "temperature": 0})
+    assert r.status_code == 504 and "deadline of 1 s" in r.json()["error"]["message"]
+    assert engine.stats.completion_tokens < LONG
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sigterm_fails_the_request_in_flight_and_exits(long_model):
+    port = _free_port()
+    command = [sys.executable, "-m", "agentgym.cli", "serve", str(long_model), "--port", str(port)]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(1200):
+            try:
+                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        answer: list[httpx.Response] = []
+        body = {"messages": MESSAGES, "max_tokens": LONG, "temperature": 0}
+        thread = threading.Thread(target=lambda: answer.append(_post(url, body, timeout=600)))
+        thread.start()
+        time.sleep(1.0)  # the request is in the engine by then
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)  # before the fix, uvicorn waited minutes for the generation
+        thread.join(timeout=60)
+        assert answer and answer[0].status_code == 503
+        assert "shutting down" in answer[0].json()["error"]["message"]
+    finally:
+        proc.kill()
+        proc.wait()
