@@ -30,10 +30,10 @@ TAU_ENVS = {
 STRUCTURAL_PROBES = ["", "   ", "\x00\x01\x02", "[" * 500]
 """The kit's malformed probes that are not legitimate text messages to a user."""
 TAU2_UNSOLVABLE = {
-    # tau2-bench grades these 0 even on the gold path (reproduced, not fixed): the assertion needs
-    # a write no gold action makes / the user's dismissal changes the user DB the gold replay keeps.
-    "tau2-mock-update_task_with_history_and_env_assertions": {"ENV_ASSERTION": 0.0},
-    "tau2-mock-update_task_with_user_tools": {"DB": 1.0, "ACTION": 1.0, "ENV_ASSERTION": 0.0},
+    # tau2-bench grades this 0 on every trajectory (reproduced, not fixed): its env assertion
+    # needs the user's dismissal, which changes the user DB that the gold replay (one agent
+    # action, no user action) keeps unchanged. tau2's own scoring of a faithful run is the same.
+    "tau2-mock-update_task_with_user_tools": {"DB": 0.0, "ENV_ASSERTION": 1.0, "ACTION": 1.0},
 }
 
 

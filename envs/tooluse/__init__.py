@@ -18,30 +18,45 @@ Actions                a tool call as JSON ``{"name": ..., "arguments": {...}}``
 Observations           first the domain policy and the user's opening (after any earlier
                        conversation of the task); then the tool's output (``Error: ...`` on
                        failure) or the user's reply; ``info["source"]`` says which
-Users                  ``user="gold"`` (default, offline: states its request, answers from the
-                       scenario, confirms, says ``###STOP###`` once the gold outcome is reached),
-                       ``"uncooperative"`` (offline: withholds everything, refuses, gives up),
-                       ``"llm:<model spec>"`` or an :class:`~agentgym.envs.tooluse.users.LLMUser`
-                       over any ``ChatClient`` (tau2's guidelines + scenario prompt; every request
-                       carries the episode seed, so the LLM layer's cache replays episodes)
+Users                  ``user="gold"`` (default, offline, tau2's protocol: opens with its
+                       request only, gives its identity (``known_info``) when asked, never
+                       reveals the rest of its scenario; plays its side of the gold path,
+                       calling its own tools; confirms; says ``###STOP###`` once the gold
+                       outcome is reached), ``"uncooperative"`` (offline: withholds everything,
+                       refuses, gives up), ``"llm:<model spec>"`` or an
+                       :class:`~agentgym.envs.tooluse.users.LLMUser` over any ``ChatClient``
+                       (tau2's guidelines, their tool version where the user has tools, +
+                       scenario prompt; every request carries the episode seed, so the LLM
+                       layer's cache replays episodes)
+Dual control           tau2's user-side tools and state (mock: a notification inbox): the
+                       user's turn may be tool calls, run on the user DB and recorded in the
+                       episode (``state.calls`` with the requestor, the transcript as tau2
+                       records them); the agent sees only the user's text. ``initial_state``
+                       data and actions apply to either side
 Episode end            ``transfer_to_human_agents``; a user stop token (``###STOP###``,
                        ``###TRANSFER###``, ``###OUT-OF-SCOPE###``); the agent writing
                        ``###STOP###``; truncation after ``config.max_steps`` actions (30 for
                        tau-bench v1 as in its runner, 60 otherwise) with reward 0
 Reward                 tau-bench v1: 1 iff DB hash = gold replay's and every ``outputs`` string
                        was said (lower-case, commas removed). tau2: product of the task's
-                       ``reward_basis`` (DB incl. the user DB, ENV_ASSERTION, ACTION,
-                       COMMUNICATE; NL_ASSERTION needs ``judge=``: without one it is reported in
-                       ``reward_info["unscored"]`` and not multiplied in). pass^k: run with
+                       ``reward_basis`` (DB incl. the user DB; ENV_ASSERTION on either side;
+                       ACTION: 1 iff every gold action is matched by a tool call of either
+                       side; COMMUNICATE; NL_ASSERTION needs ``judge=``: without one it is
+                       reported in ``reward_info["unscored"]`` and not multiplied in). pass^k: run with
                        ``-k`` samples, ``agentgym report`` prints tau-bench's pass^k
 Suites                 ``tooluse/retail-train`` 74, ``tooluse/retail-test`` 40,
                        ``tooluse/airline-train`` 30, ``tooluse/airline-test`` 20, ``tooluse/mock``
                        10, ``tooluse/tau-bench-retail-test`` 115, ``tooluse/tau-bench-retail-dev``
-                       20; ``bfcl/simple`` 400, ``bfcl/multiple`` 200, ``bfcl/parallel`` 200
-Expert                 replays the gold actions, says the required outputs, closes: reward 1 on
-                       every task except two tau2 mock tasks that tau2 itself grades 0 on the
-                       gold path (an env assertion no gold action satisfies; a user-tool write
-                       that breaks the user-DB match). BFCL: passes all 800
+                       20; ``bfcl/simple`` 400, ``bfcl/multiple`` 200, ``bfcl/parallel`` 200.
+                       Tasks whose correct outcome is the unchanged database (doing nothing
+                       succeeds, as the benchmarks grade it) are tagged ``inaction-succeeds``
+                       and listed per suite in the manifest; the others ``needs-action``
+Expert                 replays the agent's gold actions (plus the write an env assertion names
+                       where the gold actions leave it false), asks the user for the user's,
+                       says the required outputs, closes: reward 1 on every task except
+                       ``tau2-mock-update_task_with_user_tools``, which tau2 grades 0 on every
+                       trajectory (its assertion needs the user's dismissal, its DB check the
+                       user DB without it). BFCL: passes all 800
 Speed                  reset = fresh copy-on-write view of the shared database; ~190x faster
                        than tau-bench's deep copy per reset (``benchmarks/tooluse.py``)
 Data                   tau2-bench (MIT) retail/airline/mock, tau-bench (MIT) v1 retail, BFCL v4

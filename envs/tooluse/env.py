@@ -13,16 +13,19 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from agentgym.env import ResetNeeded, StepResult, TextEnv
+from agentgym.envs.tooluse import plan as gold_plan
 from agentgym.envs.tooluse.actions import Malformed, Message, ToolCall, format_call, parse_action
+from agentgym.envs.tooluse.plan import CLOSING
 from agentgym.envs.tooluse.reward import (
     Judge,
     RewardInfo,
+    assertion_met,
     communicated,
     gold_world,
     tau2_reward,
     tau_bench_reward,
 )
-from agentgym.envs.tooluse.tasks import TauConfig, TauGold
+from agentgym.envs.tooluse.tasks import GoldAction, TauConfig, TauGold
 from agentgym.envs.tooluse.users import (
     AGENT_GREETING,
     STOP,
@@ -31,10 +34,9 @@ from agentgym.envs.tooluse.users import (
     is_stop,
     make_user,
 )
-from agentgym.envs.tooluse.world import TERMINATE_TOOLS, World, get_domain
+from agentgym.envs.tooluse.world import TERMINATE_TOOLS, Requestor, World, get_domain
 from agentgym.task import Task
 
-CLOSING = "Is there anything else I can help you with?"
 SYSTEM_PROMPT = (
     "You are a customer service agent. Follow the policy shown in the first observation. Each "
     'turn, either call one tool, as JSON {"name": <tool>, "arguments": {...}} (the tools are '
@@ -52,13 +54,18 @@ class TauState:
     reference: World
     """The gold outcome: a fresh world with the gold actions replayed."""
     plan: list[str]
-    """The expert's actions (gold tool calls, then what it must say)."""
+    """The expert's actions (gold tool calls, requests to the user, what it must say)."""
+    path: list[GoldAction] = field(default_factory=list)
+    """Both sides' gold path (gold actions, then assertion fixes): see ``plan.gold_path``."""
+    target: World | None = None
+    """The world both sides reach by following ``path`` (the gold user stops there)."""
     transcript: list[dict[str, Any]] = field(default_factory=list)
     """The conversation in OpenAI message format (tool calls and results included)."""
     user_history: list[dict[str, Any]] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
     """The agent's messages to the user."""
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any], Requestor]] = field(default_factory=list)
+    """Every tool call of the episode, the agent's and the user's, in order."""
     steps: int = 0
     reward: RewardInfo | None = None
 
@@ -90,10 +97,14 @@ class TauEnv(TextEnv):
     def validate_task(cls, task: Task) -> BaseModel:
         config = TauConfig.model_validate(task.config)
         gold = TauGold.model_validate(task.gold)
-        toolkit = get_domain(config.domain).toolkit
+        domain = get_domain(config.domain)
         for action in gold.actions or []:
-            if action.requestor == "assistant" and toolkit.kind(action.name) is None:
-                raise ValueError(f"gold.actions: {action.name!r} is not a {config.domain} tool")
+            toolkit = domain.toolkit if action.requestor == "assistant" else domain.user_toolkit
+            if toolkit is None or toolkit.kind(action.name) is None:
+                side = "an agent" if action.requestor == "assistant" else "a user"
+                raise ValueError(
+                    f"gold.actions: {action.name!r} is not {side} tool of {config.domain}"
+                )
         return config
 
     def gold(self) -> TauGold:
@@ -115,7 +126,10 @@ class TauEnv(TextEnv):
         domain = get_domain(config.domain)
         world = World(domain)
         world.apply_initial_state(config.initial_state)
-        self.state = TauState(world, gold_world(domain, config, gold), expert_plan(gold))
+        path, target = gold_plan.gold_path(domain, config, gold)
+        self.state = TauState(
+            world, gold_world(domain, config, gold), gold_plan.expert_plan(path, gold), path, target
+        )
         history = (config.initial_state or {}).get("message_history") or []
         self.state.transcript = [_clean(m) for m in history]
         last_agent = next(
@@ -139,15 +153,38 @@ class TauEnv(TextEnv):
         return obs, info
 
     def _context(self) -> UserContext:
-        return UserContext(self.config, self.seed, self.state.world, self._goal_met)
+        st = self.state
+        return UserContext(
+            self.config, self.seed, st.world, self._goal_met, self._user_tool, st.path, st.calls
+        )
+
+    def _user_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        """Run one tool call of the user on its side, recorded as tau2 records it."""
+        st = self.state
+        result = st.world.call(name, arguments, "user")
+        st.calls.append((name, arguments, "user"))
+        call_id = f"user_call_{len(st.calls)}"
+        st.transcript.append(
+            {
+                "role": "user",
+                "content": None,
+                "tool_calls": [
+                    {"id": call_id, "name": name, "arguments": arguments, "requestor": "user"}
+                ],
+            }
+        )
+        st.transcript.append(
+            {"role": "tool", "tool_call_id": call_id, "requestor": "user", "content": result.output}
+        )
+        return result.output
 
     def _goal_met(self) -> bool:
         gold, st = self.gold(), self.state
         needles = gold.outputs + gold.communicate_info
         return (
-            st.world.same_state(st.reference)
+            st.world.same_state(st.target or st.reference)
             and all(communicated(n, st.said) for n in needles)
-            and all(st.world.run_assertion(a) for a in gold.env_assertions)
+            and all(assertion_met(st.world, a) for a in gold.env_assertions)
         )
 
     def _step(self, action: str) -> StepResult:
@@ -164,7 +201,7 @@ class TauEnv(TextEnv):
         st = self.state
         known = st.world.tools.kind(call.name) is not None
         result = st.world.call(call.name, call.arguments)
-        st.calls.append((call.name, call.arguments))
+        st.calls.append((call.name, call.arguments, "assistant"))
         call_id = f"call_{st.steps}"
         st.transcript.append(
             {
@@ -244,15 +281,8 @@ _HINT = 'Call one tool as JSON {"name": ..., "arguments": {...}} or write a mess
 
 
 def expert_plan(gold: TauGold) -> list[str]:
-    """Gold tool calls (assistant side), a message with what must be said, the closing move."""
-    actions = [a for a in gold.actions or [] if a.requestor == "assistant"]
-    plan = [format_call(a.name, a.arguments) for a in actions if a.name not in TERMINATE_TOOLS]
-    needles = gold.outputs + gold.communicate_info
-    if needles:
-        plan.append("Here is what you asked for: " + "; ".join(needles) + ".")
-    terminal = [a for a in actions if a.name in TERMINATE_TOOLS]
-    plan += [format_call(a.name, a.arguments) for a in terminal[:1]] or [CLOSING]
-    return plan
+    """The agent's moves for the gold actions alone (no assertion fixes): see ``plan``."""
+    return gold_plan.expert_plan(list(gold.actions or []), gold)
 
 
 def render_opening(policy: str, history: list[dict[str, Any]], first: str) -> str:
@@ -261,7 +291,8 @@ def render_opening(policy: str, history: list[dict[str, Any]], first: str) -> st
     for message in history:
         for call in message.get("tool_calls") or []:
             lines.append(
-                f"assistant (tool call): {format_call(call['name'], call.get('arguments', {}))}"
+                f"{message['role']} (tool call): "
+                f"{format_call(call['name'], call.get('arguments', {}))}"
             )
         if message.get("content"):
             lines.append(f"{message['role']}: {message['content']}")

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.envs.tooluse.data import DATA, read_json, read_jsonl
+from agentgym.envs.tooluse.reward import gold_world, tau2_reward, tau_bench_reward
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold, from_tau2, from_tau_bench
+from agentgym.envs.tooluse.world import World, get_domain
 from agentgym.task import Task, write_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +35,30 @@ INSTRUCTION = (
 )
 
 
+INACTION_TAG = "inaction-succeeds"
+ACTION_TAG = "needs-action"
+INACTION_NOTE = (
+    "Per suite, the tasks an episode that does nothing (the agent greets, the user leaves) "
+    "solves under the benchmark's own grading: their correct outcome is the unchanged database "
+    "and nothing has to be said (tau2 grades them so). They are tagged 'inaction-succeeds' and "
+    "every other task 'needs-action', so `agentgym report` shows success on each group apart."
+)
+
+
+def inaction_succeeds(config: TauConfig, gold: TauGold) -> bool:
+    """Whether the benchmark's grader gives reward 1 to an episode with no action at all."""
+    domain = get_domain(config.domain)
+    world = World(domain)
+    world.apply_initial_state(config.initial_state)
+    reference = gold_world(domain, config, gold)
+    if domain.style == "tau_bench":
+        return tau_bench_reward(world, reference, gold, []).reward == 1.0
+    return tau2_reward(world, reference, gold, [], [], []).reward == 1.0
+
+
 def _task(task_id: str, split: str, config: TauConfig, gold: TauGold, tags: list[str]) -> Task:
     domain = config.domain
+    tags = [*tags, INACTION_TAG if inaction_succeeds(config, gold) else ACTION_TAG]
     return Task(
         id=task_id,
         env=ENV_IDS[domain],
@@ -161,12 +185,17 @@ def generate(out: Path) -> dict[str, Any]:
     for name, tasks in sorted(suites.items()):
         path = out / f"{name}.jsonl"
         write_tasks(path, tasks)
-        files[name] = {"tasks": len(tasks), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        files[name] = {
+            "tasks": len(tasks),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "inaction_succeeds": [t.id for t in tasks if INACTION_TAG in t.tags],
+        }
     shutil.copyfile(DATA / "tau2" / "LICENSE", out / "LICENSE-tau2")
     shutil.copyfile(DATA / "tau_bench" / "LICENSE", out / "LICENSE-tau-bench")
     manifest = {
         "generator": "agentgym.envs.tooluse.generate",
         "suites": files,
+        "inaction_succeeds": INACTION_NOTE,
         "sources": {
             "tau2": "sierra-research/tau2-bench data/tau2/domains/{retail,airline,mock} (MIT, LICENSE-tau2)",
             "tau-bench": "sierra-research/tau-bench tau_bench/envs/retail (MIT, LICENSE-tau-bench)",

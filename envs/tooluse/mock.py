@@ -72,6 +72,13 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
 class MockTools(Toolkit):
     """Simple tools for the mock domain."""
 
+    assertion_fixes = {
+        "assert_task_status": lambda a: (
+            "update_task_status",
+            {"task_id": a["task_id"], "status": a["expected_status"]},
+        ),
+    }
+
     @tool(ToolKind.WRITE)
     def create_task(self, user_id: str, title: str, description: str | None = None) -> Task:
         """Create a new task for a user.
@@ -132,6 +139,14 @@ class MockTools(Toolkit):
 
 class MockUserTools(Toolkit):
     """User-side tools: the simulated user's notification inbox."""
+
+    assertion_fixes = {
+        "assert_notification_status": lambda a: (
+            ("dismiss_notification", {"notification_id": a["notification_id"]})
+            if a["expected_status"] == "read"
+            else None
+        ),
+    }
 
     @tool(ToolKind.READ)
     def check_notifications(self) -> list[Notification]:

@@ -4,8 +4,8 @@
   the gold actions (transfer excluded) *and* every required output appears in some message to
   the user (lower-cased, commas removed).
 - tau2-bench: the product of the components in the task's ``reward_basis``: DB (hash match with
-  the gold replay, user database included), ENV_ASSERTION, ACTION (mean over gold actions of
-  whether some tool call matches), COMMUNICATE (substring, as tau2 does in English), and
+  the gold replay, user database included), ENV_ASSERTION, ACTION (1 iff every gold action is
+  matched by some tool call of either side, requestor not compared, as tau2 does), COMMUNICATE (substring, as tau2 does in English), and
   NL_ASSERTION, which needs an LLM judge: without one it is left *unscored* (reported, not
   multiplied in) whenever the task has assertions to judge.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold
-from agentgym.envs.tooluse.world import TERMINATE_TOOLS, Domain, World
+from agentgym.envs.tooluse.world import TERMINATE_TOOLS, Domain, Requestor, World
 
 Judge = Callable[[list[str], list[dict[str, Any]]], list[bool]]
 """Judges NL assertions against a transcript: (assertions, messages) -> one verdict each."""
@@ -55,6 +55,16 @@ def gold_world(domain: Domain, config: TauConfig, gold: TauGold) -> World:
     return world
 
 
+def assertion_met(world: World, assertion: dict[str, Any]) -> bool:
+    """A tau2 env assertion on the final state. One whose function raises because the record it
+    checks does not exist (an agent that never created it) counts as not met; tau2 would end the
+    evaluation with that error instead."""
+    try:
+        return world.run_assertion(assertion)
+    except (ValueError, KeyError):
+        return False
+
+
 def communicated(needle: str, messages: list[str]) -> bool:
     """tau-bench's check: the string, lower-cased, in some agent message lower-cased sans commas."""
     return any(needle.lower() in m.lower().replace(",", "") for m in messages)
@@ -73,7 +83,7 @@ def tau2_reward(
     reference: World,
     gold: TauGold,
     said: list[str],
-    calls: list[tuple[str, dict[str, Any]]],
+    calls: list[tuple[str, dict[str, Any], Requestor]],
     transcript: list[dict[str, Any]],
     judge: Judge | None = None,
 ) -> RewardInfo:
@@ -89,10 +99,10 @@ def tau2_reward(
         )
         parts["DB"] = float(db_match)
     if "ENV_ASSERTION" in basis:
-        parts["ENV_ASSERTION"] = float(all(world.run_assertion(a) for a in gold.env_assertions))
+        parts["ENV_ASSERTION"] = float(all(assertion_met(world, a) for a in gold.env_assertions))
     if "ACTION" in basis and gold.actions:
-        hits = [any(a.matches(n, args) for n, args in calls) for a in gold.actions]
-        parts["ACTION"] = sum(hits) / len(hits)
+        hits = [any(a.matches(n, args) for n, args, _ in calls) for a in gold.actions]
+        parts["ACTION"] = float(all(hits))
     elif "ACTION" in basis:
         parts["ACTION"] = 1.0
     outputs = {c: communicated(c, said) for c in gold.communicate_info}

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentgym.envs.tooluse.opening import first_person, split_instruction
 from agentgym.envs.tooluse.world import DOMAINS
 
 RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
@@ -23,7 +24,10 @@ class TauConfig(BaseModel):
     user_scenario: str
     """The user's instructions, as the LLM user simulator is prompted with them."""
     opening: str
-    """What the offline users say first (the reason for the call and what they know)."""
+    """What the offline users say first: the request only, in the first person (never the
+    scenario's identity details, conditions or what it says to withhold)."""
+    known_info: str | None = None
+    """What the offline gold-path user tells when asked who it is (first person)."""
     initial_state: dict[str, Any] | None = None
     """tau2 ``initial_state`` (initialisation data and actions, earlier messages), if any."""
     max_steps: int = Field(default=60, ge=1)
@@ -93,13 +97,17 @@ def render_tau2_scenario(scenario: dict[str, Any]) -> str:
     return f"Persona:\n{persona}\n\nInstructions:\n{text}" if persona else f"Instructions:\n{text}"
 
 
-def tau2_opening(scenario: dict[str, Any]) -> str:
-    """The offline users' first message: why they call and what they know."""
+def tau2_opening(scenario: dict[str, Any]) -> tuple[str, str | None]:
+    """The offline users' (opening, known_info): the reason for the call, and the identity
+    details they give when asked, both in the first person."""
     instructions = scenario.get("instructions")
     if isinstance(instructions, dict):
-        parts = [instructions.get("reason_for_call"), instructions.get("known_info")]
-        return " ".join(str(p).strip() for p in parts if p)
-    return str(instructions or "")
+        known = instructions.get("known_info")
+        return (
+            first_person(str(instructions.get("reason_for_call") or "")),
+            first_person(str(known)) if known else None,
+        )
+    return split_instruction(str(instructions or ""))
 
 
 def from_tau2(raw: dict[str, Any], domain: str) -> tuple[TauConfig, TauGold]:
@@ -123,10 +131,12 @@ def from_tau2(raw: dict[str, Any], domain: str) -> tuple[TauConfig, TauGold]:
         env_assertions=criteria.get("env_assertions") or [],
         reward_basis=criteria.get("reward_basis") or DEFAULT_REWARD_BASIS,
     )
+    opening, known_info = tau2_opening(raw["user_scenario"])
     config = TauConfig(
         domain=domain,
         user_scenario=render_tau2_scenario(raw["user_scenario"]),
-        opening=tau2_opening(raw["user_scenario"]),
+        opening=opening,
+        known_info=known_info,
         initial_state=raw.get("initial_state"),
     )
     return config, gold
@@ -138,10 +148,12 @@ def from_tau_bench(raw: dict[str, Any]) -> tuple[TauConfig, TauGold]:
         actions=[GoldAction(name=a["name"], arguments=a["kwargs"]) for a in raw["actions"]],
         outputs=raw.get("outputs") or [],
     )
+    opening, known_info = split_instruction(raw["instruction"])
     config = TauConfig(
         domain="tau_bench_retail",
         user_scenario=raw["instruction"],
-        opening=raw["instruction"],
+        opening=opening,
+        known_info=known_info,
         max_steps=30,
     )
     return config, gold

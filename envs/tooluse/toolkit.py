@@ -41,6 +41,10 @@ def tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return mark
 
 
+Fix = tuple[str, dict[str, Any]]
+"""A tool call as (name, arguments)."""
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """What a tool call returned to the agent."""
@@ -77,6 +81,10 @@ class Toolkit:
 
     db: Database
     unknown_tool_message: ClassVar[str] = "Error: Tool '{name}' not found."
+    assertion_fixes: ClassVar[dict[str, Callable[[dict[str, Any]], Fix | None]]] = {}
+    """Env-assertion function -> the tool call (name, arguments) of this toolkit that makes it
+    hold (None where none does). The expert uses it where a task's assertions ask for more than
+    its gold actions do."""
 
     def __init__(self, db: Database) -> None:
         self.db = db

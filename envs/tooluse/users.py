@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentgym.envs.tooluse.data import read_text
-from agentgym.envs.tooluse.tasks import TauConfig
+from agentgym.envs.tooluse.plan import due_user_actions
+from agentgym.envs.tooluse.tasks import GoldAction, TauConfig
 
 if TYPE_CHECKING:
-    from agentgym.envs.tooluse.world import World
+    from agentgym.envs.tooluse.world import Requestor, World
     from agentgym.llm.base import ChatClient
 
 STOP, TRANSFER, OUT_OF_SCOPE = "###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"
@@ -27,6 +28,11 @@ AGENT_GREETING = "Hi! How can I help you today?"
 """What the agent says first in tau-bench and tau2-bench (the user answers it)."""
 _CONFIRM = re.compile(
     r"\b(confirm|proceed|yes/no|shall i|should i|would you like|do you want|go ahead)\b", re.I
+)
+_IDENTITY = re.compile(
+    r"\b(name|zip|postal|e-?mail|user ?id|user_id|account|identify|identity|verify|"
+    r"authenticat\w*|who you are|phone number|customer id|membership)\b",
+    re.I,
 )
 
 
@@ -39,6 +45,12 @@ class UserContext:
     world: World
     goal_met: Callable[[], bool]
     """Whether the gold outcome is reached (only the gold-path user looks at it)."""
+    call_tool: Callable[[str, dict[str, Any]], str]
+    """Run one of the user's own tools (recorded in the episode as a user tool call)."""
+    path: list[GoldAction]
+    """Both sides' gold path (only the gold-path user follows it)."""
+    calls: list[tuple[str, dict[str, Any], Requestor]]
+    """The episode's tool calls so far, the agent's and the user's."""
 
 
 class UserSimulator(Protocol):
@@ -57,12 +69,15 @@ def is_stop(reply: str) -> bool:
 
 
 class GoldUser:
-    """Cooperative offline user: states its request, confirms, and stops once the goal is reached.
+    """Cooperative offline user: states its request, acts on its side, confirms, stops at the goal.
 
-    It follows the gold path: it answers questions with what its scenario says it knows, agrees to
-    every confirmation, and says ``###STOP###`` as soon as the database matches the gold outcome and
-    every required output has been told (so an expert replaying the gold actions ends the episode
-    exactly as a satisfied tau-bench user would).
+    It follows tau2's protocol for users: it opens with its request only (``config.opening``),
+    gives its identity (``config.known_info``) when asked, and never reveals the rest of its
+    scenario. It plays its part of the gold path: each of its own gold tool calls (dual control)
+    as soon as every agent action before it has been done, then reports what it saw. It agrees to
+    every confirmation and says ``###STOP###`` as soon as the episode reaches the gold outcome
+    and every required output has been told (so an expert replaying the gold actions ends the
+    episode exactly as a satisfied tau-bench user would).
     """
 
     name = "gold"
@@ -70,14 +85,24 @@ class GoldUser:
     def reply(self, ctx: UserContext, history: list[dict[str, Any]], agent_message: str) -> str:
         first = not history
         history.append({"role": "user", "content": agent_message})
+        performed = sum(len(m.get("tool_calls") or []) for m in history)
+        seen = []
+        for action in due_user_actions(ctx.path, ctx.calls, performed):
+            output = ctx.call_tool(action.name, action.arguments)
+            history.append({"role": "assistant", "content": None, "tool_calls": [action.name]})
+            seen.append(f"{action.name} gave: {output}")
         if first:
             text = ctx.config.opening
         elif ctx.goal_met():
             text = STOP
+        elif seen:
+            text = "Done. " + " ".join(seen)
         elif _CONFIRM.search(agent_message):
             text = "Yes, please go ahead."
+        elif _IDENTITY.search(agent_message):
+            text = ctx.config.known_info or "I'm sorry, I don't have that information."
         elif "?" in agent_message:
-            text = ctx.config.opening
+            text = f"I'm not sure. What I need is this: {ctx.config.opening}"
         else:
             text = "Okay. Is there anything else you need from me?"
         history.append({"role": "assistant", "content": text})
@@ -123,9 +148,11 @@ class UncooperativeUser:
         return text
 
 
-def system_prompt(config: TauConfig) -> str:
-    """tau2-bench's user-simulator system prompt: the guidelines, then the scenario."""
-    guidelines = read_text("tau2/user_simulator_guidelines.md")
+def system_prompt(config: TauConfig, with_tools: bool = False) -> str:
+    """tau2-bench's user-simulator system prompt: the guidelines (their tool-using version when
+    the user has tools of its own), then the scenario."""
+    name = "user_simulator_guidelines_tools.md" if with_tools else "user_simulator_guidelines.md"
+    guidelines = read_text(f"tau2/{name}")
     return f"{guidelines}\n\n<scenario>\n{config.user_scenario}\n</scenario>"
 
 
@@ -164,7 +191,10 @@ class LLMUser:
         tools = ctx.world.user_tools.schemas() if ctx.world.user_tools else None
         for _ in range(self.MAX_TOOL_ROUNDS):
             request = ChatRequest(
-                messages=[{"role": "system", "content": system_prompt(ctx.config)}, *history],
+                messages=[
+                    {"role": "system", "content": system_prompt(ctx.config, bool(tools))},
+                    *history,
+                ],
                 model=self.client.model,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
@@ -184,15 +214,22 @@ class LLMUser:
 
     @staticmethod
     def _run_user_tool(ctx: UserContext, call: dict[str, Any]) -> dict[str, Any]:
+        """One tool call of the LLM user, run on its side through the episode (so it is graded)."""
         function = call.get("function", call)
         arguments = function.get("arguments") or {}
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as e:
-                arguments = {"__invalid_json__": str(e)}
-        result = ctx.world.call(str(function.get("name")), arguments, "user")
-        return {"role": "tool", "tool_call_id": call.get("id", ""), "content": result.output}
+                return {
+                    "role": "tool",
+                    "tool_call_id": call.get("id", ""),
+                    "content": f"Error: the arguments are not valid JSON ({e.msg})",
+                }
+        if not isinstance(arguments, dict):
+            arguments = {"__invalid__": arguments}
+        output = ctx.call_tool(str(function.get("name")), arguments)
+        return {"role": "tool", "tool_call_id": call.get("id", ""), "content": output}
 
 
 def make_user(spec: str | UserSimulator) -> UserSimulator:
