@@ -383,10 +383,34 @@ def report(
 def _print_report(store: Store, runs: list[str] | None, plot: Path | None) -> None:
     from agentgym.report import plot_runs, report_table, run_summaries
 
+    if runs:
+        runs = _print_training(store, runs, plot)
+        if not runs:
+            return
     results = run_summaries(store, runs)
     console.print(report_table(results))
     if plot is not None:
         console.print(f"plot saved to {plot_runs(results, plot)}")
+
+
+def _print_training(store: Store, runs: list[str], plot: Path | None) -> list[str]:
+    """``report --run TRAIN_RUN``: a training run's curves as a table (and a PNG) instead of an
+    episode report; returns the other runs."""
+    from agentgym.report import plot_training, training_table
+    from agentgym.viewer.db import StoreReader
+    from agentgym.viewer.plots import train_run
+
+    others = []
+    for ref in runs:
+        run_id = store.run(ref)["id"]
+        if not store.train_metrics(run_id):
+            others.append(ref)
+            continue
+        train = train_run(StoreReader(store.path), run_id)
+        console.print(training_table(train))
+        if plot is not None:
+            console.print(f"plot saved to {plot_training(train, plot)}")
+    return others
 
 
 @app.command()

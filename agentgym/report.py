@@ -108,3 +108,61 @@ def plot_runs(results: list[tuple[dict[str, Any], list[Summary]]], path: str | P
 
 def _fmt(x: float | None) -> str:
     return "" if x is None else f"{x:.3f}"
+
+
+def training_table(train: dict[str, Any]) -> Table:
+    """A training run step by step (``viewer.plots.train_run``): its logged curves, and held-out
+    success with its 95% interval at the steps where it was evaluated."""
+    held = {p["step"]: p for p in train["held_out"]}
+    series = {name: dict(map(tuple, train["metrics"][name])) for name in train["curves"]}
+    steps = sorted({int(s) for points in series.values() for s in points} | set(held))
+    table = Table("step", *train["curves"], "held-out success [95% CI]", "n",
+                  title=f"training run {train['run']['name']} ({train['run']['id'][:8]})")  # fmt: skip
+    for step in steps:
+        point = held.get(step)
+        heldout = (
+            f"{point['success_rate']:.3f} [{point['ci95'][0]:.3f}, {point['ci95'][1]:.3f}]"
+            if point
+            else ""
+        )
+        values = [series[name].get(step) for name in train["curves"]]
+        table.add_row(
+            str(step),
+            *("" if v is None else f"{v:.4g}" for v in values),
+            heldout,
+            str(point["episodes"]) if point else "",
+        )
+    return table
+
+
+def plot_training(train: dict[str, Any], path: str | Path) -> Path:
+    """One panel per logged curve and one for held-out success with its 95% band, over steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = ["held-out success", *train["curves"]]
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, panels, strict=False):
+        ax.set_title(name, fontsize="medium")
+        ax.set_xlabel("training step")
+        if name == "held-out success":
+            points = train["held_out"]
+            xs = [p["step"] for p in points]
+            ax.fill_between(xs, [p["ci95"][0] for p in points], [p["ci95"][1] for p in points],
+                            alpha=0.2)  # fmt: skip
+            ax.plot(xs, [p["success_rate"] for p in points], marker="o")
+            ax.set_ylim(0, 1.05)
+        else:
+            xs, ys = zip(*train["metrics"][name], strict=True)
+            ax.plot(xs, ys)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.remove()
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -7,6 +7,7 @@ its path is printed.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -233,3 +234,52 @@ def test_compare_tag_plot_and_errors(browser, viewer):
     browser.get(f"{url}#/run/nope")
     box = wait_for(browser, lambda: browser.find_element(By.CLASS_NAME, "error-box"), "an error")
     assert "no run 'nope'" in box.text
+
+
+def test_training_page(browser, tmp_path):
+    """A training run's page: held-out success over steps with intervals, linked to each
+    evaluation's episodes, and one chart per logged metric (stored as `agentgym train` stores)."""
+    path = tmp_path / "train.db"
+    store = agentgym.Store(path)
+    store.start_run("t" * 16, "demo", "clarify/test", "train:grpo:tiny", {}, {}, None)
+    for step in (1, 2, 3):
+        store.save_train_metrics(
+            "t" * 16, step, {"reward": 0.1 * step, "kl": 0.01, "pg_loss": -step}
+        )
+    tasks = agentgym.TaskSuite.load("clarify/test").filter((), 4)
+    for step, agent in ((0, "random"), (3, "expert")):
+        result = agentgym.evaluate(tasks, agent, db=store, name=f"demo step-{step}")
+        row = store.run(result.run_id)
+        store.db.execute(  # link it as the trainer does: config train_run / train_step
+            "update runs set config = ? where id = ?",
+            [
+                json.dumps(row["config"] | {"train_run": "t" * 16, "train_step": step}),
+                result.run_id,
+            ],
+        )
+    store.db.conn.commit()
+    with ViewerThread(path) as v:
+        browser.get(v.url + "#/")
+        link = wait_for(
+            browser,
+            lambda: browser.find_element(
+                By.CSS_SELECTOR, f"tr[data-run-id='{'t' * 16}'] a.run-link"
+            ),
+            "the training run",
+        )
+        assert (
+            "training"
+            in browser.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{'t' * 16}']").text
+        )
+        link.click()
+        wait_for(
+            browser, lambda: len(rows(browser, "held-out-table")) == 2, "two held-out evaluations"
+        )
+        cells = [r.text for r in rows(browser, "held-out-table")]
+        assert cells[1].startswith("3 100.0%")
+        charts = browser.find_elements(By.CSS_SELECTOR, "#train-metrics svg.plot")
+        assert [c.get_attribute("aria-label") for c in charts] == ["reward", "kl", "pg_loss"]
+        rows(browser, "held-out-table")[1].find_element(By.LINK_TEXT, "episodes").click()
+        wait_for(browser, lambda: total(browser) == 4, "the step-3 evaluation's 4 episodes")
+        logs = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert not logs, logs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +17,54 @@ def run_train(cfg: TrainConfig, console: Any) -> dict[str, float]:
     try:
         if trainer.step:
             console.print(f"resuming from step {trainer.step} ({trainer.resume_from})")
-        if trainer.eval_tasks() and trainer.step == 0:
-            trainer.log({**trainer.evaluate()})
-        metrics = trainer.run()
-        if trainer.eval_tasks():
-            result = trainer.evaluate()
-            trainer.log(result)
-            metrics.update(result)
+        with _progress_bar(trainer, console):
+            if trainer.eval_tasks() and trainer.step == 0:
+                trainer.log({**trainer.evaluate()})
+            metrics = trainer.run()
+            if trainer.eval_tasks():
+                result = trainer.evaluate()
+                trainer.log(result)
+                metrics.update(result)
     finally:
         trainer.close()
     final = Path(cfg.out_dir) / "final"
     console.print(f"saved to {final}; evaluate it with --agent hf:{final}")
     return metrics
+
+
+@contextlib.contextmanager
+def _progress_bar(trainer: Trainer, console: Any) -> Iterator[None]:
+    """A rich bar over the run's steps with ETA and the last reward, success and held-out
+    success; the per-step lines still print above it."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [
+        TextColumn(f"[bold]train {trainer.cfg.algo.name}[/bold]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    shown = {"reward": "reward", "success": "success", "nll": "nll", "eval_success": "held-out"}
+    with Progress(*columns, console=console, transient=False) as bar:
+        job = bar.add_task("train", total=trainer.cfg.steps, completed=trainer.step, last="")
+
+        def on_log(metrics: dict[str, float]) -> None:
+            last = "  ".join(
+                f"{label} {metrics[k]:.3g}" for k, label in shown.items() if k in metrics
+            )
+            bar.update(job, completed=int(metrics.get("step", trainer.step)), last=last)
+
+        trainer.on_log = on_log
+        try:
+            yield
+        finally:
+            trainer.on_log = None

@@ -89,3 +89,8 @@ def _api_routes(app: FastAPI, db: StoreReader) -> None:
     @app.get("/api/training")
     def training() -> list[dict[str, Any]]:
         return plots.training_curves(db)
+
+    @app.get("/api/train/{run_id}")
+    def train_run(run_id: str) -> dict[str, Any]:
+        """A training run's logged metrics and held-out success over steps."""
+        return plots.train_run(db, run_id)

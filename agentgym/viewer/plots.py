@@ -75,3 +75,43 @@ def training_curves(db: StoreReader) -> list[dict[str, Any]]:
         {"label": label, "points": sorted(points, key=lambda p: p["step"])}
         for label, points in sorted(curves.items())
     ]
+
+
+TRAIN_CURVES = ("reward", "success", "kl", "entropy", "pg_loss", "nll", "loss")
+"""The logged metrics a training page draws, where the run logged them."""
+
+
+def train_run(db: StoreReader, run_id: str) -> dict[str, Any]:
+    """A training run over its steps: every logged metric as ``[step, value]`` points, and the
+    held-out evaluations stored at training steps (runs whose config names it as ``train_run``)
+    with their 95% Wilson intervals."""
+    run = queries.run(db, run_id)
+    tables = {r["name"] for r in db.query("select name from sqlite_master where type = 'table'")}
+    rows = (
+        db.query(
+            "select step, name, value from train_metrics where run_id = ? order by step, name",
+            [run_id],
+        )
+        if "train_metrics" in tables
+        else []
+    )
+    metrics: dict[str, list[list[float]]] = {}
+    for r in rows:
+        metrics.setdefault(r["name"], []).append([r["step"], r["value"]])
+    held_out = [
+        {
+            "step": r["config"]["train_step"],
+            "run_id": r["id"],
+            "episodes": r["episodes"],
+            "success_rate": r["success_rate"],
+            "ci95": r["ci95"],
+        }
+        for r in queries.runs(db)
+        if r["config"].get("train_run") == run_id and r["episodes"]
+    ]
+    return {
+        "run": run,
+        "metrics": metrics,
+        "curves": [name for name in TRAIN_CURVES if name in metrics],
+        "held_out": sorted(held_out, key=lambda p: p["step"]),
+    }

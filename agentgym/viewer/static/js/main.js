@@ -5,8 +5,9 @@ import { runsView } from "./runs.js";
 import { runView } from "./run.js";
 import { episodeView } from "./episode.js";
 import { compareView } from "./compare.js";
+import { trainView } from "./train.js";
 
-const VIEWS = { "": runsView, run: runView, episode: episodeView, compare: compareView };
+const VIEWS = { "": runsView, run: runView, episode: episodeView, compare: compareView, train: trainView };
 const POLL_MS = Number(new URLSearchParams(location.search).get("poll")) || 2000;
 let current = null; // {key, view}
 let version = null;
@@ -23,7 +24,7 @@ async function route() {
   const make = VIEWS[name];
   const container = document.getElementById("view");
   if (!make) {
-    clear(container, errorBox(`unknown page #/${name}; pages: runs (#/), run, episode, compare`));
+    clear(container, errorBox(`unknown page #/${name}; pages: runs (#/), run, episode, compare, train`));
     current = null;
     return;
   }

@@ -72,3 +72,30 @@ export function lineChart(curves, title) {
   });
   return svg;
 }
+
+// points: [[step, value]] of one logged training metric, on its own y range (KL, loss, entropy).
+export function valueChart(points, title, colour = 0) {
+  const pad = { top: 24, bottom: 40, left: 56, right: 16 };
+  const width = 420, height = 220;
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, class: "plot", role: "img", "aria-label": title });
+  svg.append(s("text", { x: pad.left, y: 14, class: "title" }, title));
+  const steps = points.map((p) => p[0]), values = points.map((p) => p[1]);
+  const [x0, x1] = [Math.min(...steps), Math.max(...steps)];
+  let [y0, y1] = [Math.min(...values), Math.max(...values)];
+  if (y0 === y1) { y0 -= 0.5; y1 += 0.5; }
+  const x = (v) => pad.left + (x1 === x0 ? 0.5 : (v - x0) / (x1 - x0)) * (width - pad.left - pad.right);
+  const y = (v) => pad.top + (1 - (v - y0) / (y1 - y0)) * (height - pad.top - pad.bottom);
+  for (const v of [y0, (y0 + y1) / 2, y1]) {
+    svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v), class: "grid" }));
+    svg.append(s("text", { x: pad.left - 6, y: y(v) + 4, class: "axis", "text-anchor": "end" }, Number(v.toPrecision(3)).toString()));
+  }
+  for (const v of x1 === x0 ? [x0] : [x0, x1]) {
+    svg.append(s("text", { x: x(v), y: height - pad.bottom + 16, class: "axis", "text-anchor": "middle" }, String(v)));
+  }
+  svg.append(s("text", { x: width / 2, y: height - 8, class: "axis", "text-anchor": "middle" }, "training step"));
+  const g = s("g", { class: `curve c${colour % 6}` });
+  g.append(s("polyline", { points: points.map((p) => `${x(p[0])},${y(p[1])}`).join(" "), class: "line" }));
+  if (points.length <= 60) for (const p of points) g.append(s("circle", { cx: x(p[0]), cy: y(p[1]), r: 2.5, class: "dot" }));
+  svg.append(g);
+  return svg;
+}

@@ -44,7 +44,8 @@ function runsTable(runs, selected, toggle) {
     h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))),
     h("tbody", {}, runs.map((r) => h("tr", { dataset: { runId: r.id } },
       h("td", {}, h("input", { type: "checkbox", "aria-label": "select for comparison", checked: selected.has(r.id), onchange: (e) => toggle(r.id, e.target.checked) })),
-      h("td", {}, h("a", { href: hashFor("run/" + encodeURIComponent(r.id)), class: "run-link" }, r.name),
+      h("td", {}, h("a", { href: hashFor((isTraining(r) ? "train/" : "run/") + encodeURIComponent(r.id)), class: "run-link" }, r.name),
+        isTraining(r) ? h("span", { class: "badge", title: "metrics and held-out success over steps" }, "training") : null,
         h("div", { class: "muted mono" }, r.id.slice(0, 8)),
         r.last_at && now - r.last_at < ACTIVE_S ? h("span", { class: "badge live-badge", title: `an episode finished in the last ${ACTIVE_S} s` }, "active") : null),
       h("td", {}, r.suite),
@@ -55,4 +56,10 @@ function runsTable(runs, selected, toggle) {
       h("td", { class: "num" }, r.tokens ? int(r.tokens) : "–"),
       h("td", { class: "num" }, money(r.cost)),
       h("td", { class: "nowrap" }, date(r.created_at))))));
+}
+
+// A training run (agentgym train with a db) opens its training page; its held-out evaluations,
+// runs of their own with config.train_step, stay ordinary runs.
+function isTraining(r) {
+  return r.agent.startsWith("train:") && r.config.train_step === undefined;
 }
