@@ -2,12 +2,24 @@
 
 An exception in the env, the agent or the scorer is recorded on the episode (``status="error"`` and
 the traceback); it is never turned into a silent reward of 0 and never ends the run.
+
+With ``time_limit_s`` every env and agent call runs in a worker thread of the episode, and the
+episode stops waiting for a call still going at the limit: it ends as ``limit`` and
+``on_abandon`` is called, since the env is now in an unknown state (a step still running in it)
+and must not be reused. A thread cannot be killed: the abandoned call runs on until it returns.
+Python code, sleeps, I/O and sandboxed commands let the rest of the process go on meanwhile; one C
+call that never releases the GIL does not (run such envs with ``isolate=`` to put them in a
+process of their own).
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 import traceback
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from agentgym.agent import Action, Agent
@@ -25,6 +37,51 @@ def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _Abandoned(Exception):
+    """The episode's time limit passed while a call was still running."""
+
+
+class _Caller:
+    """Runs an episode's env and agent calls in one daemon thread, waiting at most to the deadline.
+
+    One thread for the whole episode, so an env sees all its calls from one thread. Daemon, so a
+    call that never returns does not keep the process alive at exit.
+    """
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+        self.abandoned: str | None = None
+        self._jobs: queue.Queue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None]
+        self._jobs = queue.Queue()
+        if deadline is not None:
+            threading.Thread(target=self._work, name="agentgym-rollout-call", daemon=True).start()
+
+    def __call__(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.deadline is None:
+            return fn(*args)
+        future: Future[Any] = Future()
+        self._jobs.put((future, fn, args))
+        try:
+            return future.result(timeout=max(0.0, self.deadline - time.monotonic()))
+        except TimeoutError:
+            if future.done():  # the call itself raised TimeoutError
+                raise
+            self.abandoned = what
+            raise _Abandoned(what) from None
+
+    def close(self) -> None:
+        """Let the thread end (after the call it is in, if any)."""
+        self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args = job
+            try:
+                future.set_result(fn(*args))
+            except BaseException as e:  # handed to the waiting episode
+                future.set_exception(e)
+
+
 def rollout(
     env: Any,
     agent: Agent,
@@ -34,8 +91,13 @@ def rollout(
     sample: int = 0,
     max_steps: int | None = None,
     time_limit_s: float | None = None,
+    on_abandon: Callable[[], None] | None = None,
 ) -> Episode:
-    """Run ``agent`` on ``task`` in ``env`` until the env ends the episode or a limit is hit."""
+    """Run ``agent`` on ``task`` in ``env`` until the env ends the episode or a limit is hit.
+
+    ``time_limit_s`` also ends a call still in progress (see the module docstring); then
+    ``on_abandon`` is called: the env must be rebuilt before another episode.
+    """
     started = time.time()
     episode = Episode(
         task_id=task.id if isinstance(task, Task) else task or "",
@@ -45,11 +107,12 @@ def rollout(
         started_at=started,
     )
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    call = _Caller(deadline)
     try:
-        obs, info = env.reset(seed=seed, options={"task": task})
+        obs, info = call("env.reset", lambda: env.reset(seed=seed, options={"task": task}))
         episode.task_id, episode.instruction = info["task_id"], info.get("instruction", "")
         episode.first_observation = obs
-        agent.reset({**info, "seed": seed})
+        call("agent.reset", agent.reset, {**info, "seed": seed})
         while True:
             if max_steps is not None and len(episode.steps) >= max_steps:
                 episode.status = "limit"
@@ -58,12 +121,12 @@ def rollout(
                 episode.status, episode.error = "limit", f"time limit of {time_limit_s}s reached"
                 break
             t0 = time.perf_counter()
-            action = agent.act(obs, info)
+            action = call("agent.act", agent.act, obs, info)
             t1 = time.perf_counter()
             text, usage = (
                 (action.text, action.usage) if isinstance(action, Action) else (action, Usage())
             )
-            obs, reward, terminated, truncated, info = env.step(text)
+            obs, reward, terminated, truncated, info = call("env.step", env.step, text)
             t2 = time.perf_counter()
             episode.steps.append(
                 Step(
@@ -87,9 +150,19 @@ def rollout(
         final = episode.steps[-1].info if episode.steps else {}
         episode.success = bool(final.get("success", False))
         episode.score = float(final.get("score", 0.0))
+    except _Abandoned as e:
+        episode.status = "limit"
+        episode.error = (
+            f"time limit of {time_limit_s}s reached during {e}, which was abandoned (still running)"
+        )
+        episode.success, episode.score = False, 0.0
+        if on_abandon is not None:
+            on_abandon()
     except Exception:
         episode.status, episode.error = "error", traceback.format_exc()
         episode.success, episode.score = False, 0.0
+    finally:
+        call.close()
     episode.duration_s = time.time() - started
     return episode
 

@@ -215,7 +215,17 @@ def run_episode(
         sample=sample,
         max_steps=settings.max_steps,
         time_limit_s=settings.time_limit_s,
+        on_abandon=lambda: _discard(envs, task.env),
     )
+
+
+def _discard(envs: dict[str, Any], env_id: str) -> None:
+    """Forget an env with a call still running in it (the next episode builds a fresh one).
+
+    It is closed in a daemon thread: closing may wait on the very call that hangs.
+    """
+    env = envs.pop(env_id)
+    threading.Thread(target=env.close, name="agentgym-close-abandoned", daemon=True).start()
 
 
 class EpisodeBackend(Protocol):

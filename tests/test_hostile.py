@@ -14,14 +14,20 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
+import agentgym
 from agentgym.llm.engine import LocalEngine
 from agentgym.llm.server import ServerThread, create_app
+from agentgym.rollout import rollout
+from agentgym.sandbox.local import bwrap_works
+from agentgym.task import TaskSuite
 
+SWE_TASKS = Path(__file__).resolve().parents[1] / "tasks" / "swe" / "humanevalfix.jsonl"
 MESSAGES = [{"role": "user", "content": "The user wants one of these 8 movies."}]
 LONG = 200_000
 """More tokens than the long-context model generates in minutes: a request that must be stopped."""
@@ -192,3 +198,60 @@ def test_sigterm_fails_the_request_in_flight_and_exits(long_model):
     finally:
         proc.kill()
         proc.wait()
+
+
+# ---------------------------------------------------------------------------- hard time limits
+class _HangThenExpert:
+    """Sends ``sleep 600`` on the task named ``hang`` (a real shell command the Swe env runs, with
+    a 600 s command timeout), the env's expert actions on the others."""
+
+    def __init__(self, env) -> None:
+        self.env = env
+
+    def reset(self, info) -> None:
+        self.hang = info["task_id"] == "hang"
+
+    def act(self, observation, info) -> str:
+        return "```bash\nsleep 600\n```" if self.hang else self.env.unwrapped.expert_action()
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="the Swe env runs in the bubblewrap sandbox")
+def test_a_hanging_env_step_ends_the_episode_as_limit_and_the_env_is_rebuilt(tmp_path):
+    suite = TaskSuite.load(SWE_TASKS)
+    first = suite.tasks[0]
+    hang = first.model_copy(
+        update={"id": "hang", "config": first.config | {"command_timeout": 600}}
+    )
+    two = TaskSuite(name="hostile/swe", tasks=[hang, suite.tasks[1]])
+    result = agentgym.evaluate(
+        two,
+        _HangThenExpert,
+        time_limit_s=60,
+        db=tmp_path / "r.db",
+        env_options={"sandbox": "local"},
+    )
+    rows = {r["task_id"]: r for r in result.episode_rows()}
+    assert rows["hang"]["status"] == "limit" and rows["hang"]["steps"] == 0
+    assert "during env.step, which was abandoned" in rows["hang"]["error"]
+    assert rows[suite.tasks[1].id]["success"]  # on a fresh env: the first still runs `sleep`
+
+
+def test_a_hanging_agent_call_ends_the_episode_as_limit():
+    release = threading.Event()
+
+    class Stuck:
+        def reset(self, info) -> None:
+            pass
+
+        def act(self, observation, info) -> str:
+            release.wait()  # never set before the episode returns
+            return "noop"
+
+    abandoned: list[bool] = []
+    env = agentgym.make("agentgym/Clarify-v0")
+    try:
+        ep = rollout(env, Stuck(), time_limit_s=1.0, on_abandon=lambda: abandoned.append(True))
+        assert ep.status == "limit" and "during agent.act" in ep.error and abandoned == [True]
+    finally:
+        release.set()
+        env.close()
