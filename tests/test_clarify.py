@@ -299,3 +299,13 @@ def test_suites_pass_agentgym_validation() -> None:
     bad = TaskSuite.load(TASKS / "test.jsonl").tasks[0].model_copy(update={"gold": {"target": "x"}})
     with pytest.raises(ValidationError, match="gold target 'x'"):
         ClarifyEnv.validate_task(bad)
+
+
+def test_candidates_are_listed_once():
+    """A product's name already lists its options: its attribute line is not printed again."""
+    env = ClarifyEnv()
+    obs, _ = env.reset(seed=0, options={"task": "clarify-products-test-0000"})
+    assert obs.count("material: glass, color: brown, height: 4 ft") == 1
+    assert "product: Bookshelf;" not in obs
+    movies, _ = env.reset(seed=0, options={"task": "clarify-movies-test-0000"})
+    assert "director: " in movies  # what a movie's name does not say is still shown

@@ -124,7 +124,8 @@ class ClarifyEnv(TextEnv):
     def _first_observation(self, task: Task) -> str:
         lines = [task.instruction, "", f"Candidates ({len(self.config.candidates)}):"]
         for c in self.config.candidates:
-            lines += [f"- {c.id}: {c.name}", f"    {c.describe()}"]
+            details = c.describe(shown=c.name)
+            lines += [f"- {c.id}: {c.name}"] + ([f"    {details}"] if details else [])
         lines += [
             "",
             f"Attributes you can ask about: {', '.join(self._catalog.attributes)}.",

@@ -7,6 +7,7 @@ spelling.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import combinations
@@ -74,9 +75,14 @@ class Item(BaseModel):
         """
         return frozenset((a, norm(v)) for a, values in self.attributes.items() for v in values)
 
-    def describe(self) -> str:
-        """One line of attributes, e.g. ``color: blue; size: M``."""
-        return "; ".join(f"{a}: {', '.join(vs)}" for a, vs in self.attributes.items() if vs)
+    def describe(self, shown: str = "") -> str:
+        """One line of attributes, e.g. ``color: blue; size: M``, leaving out those whose values
+        all appear in ``shown`` already (a product's name lists its options)."""
+        return "; ".join(
+            f"{a}: {', '.join(vs)}"
+            for a, vs in self.attributes.items()
+            if vs and not all(re.search(rf"(?<!\w){re.escape(v)}(?!\w)", shown) for v in vs)
+        )
 
 
 class ClarifyConfig(BaseModel):
