@@ -1,4 +1,9 @@
-"""A real ``kill -9`` or Ctrl-C in the middle of an eval loses only in-flight episodes, duplicates nothing."""
+"""A real ``kill -9`` or Ctrl-C in the middle of an eval loses only in-flight episodes, duplicates nothing.
+
+The eval child gets the default SIGINT handling whatever this process has: a test run started with
+SIGINT ignored (``cmd &`` in a non-interactive shell) would otherwise pass that on, and Ctrl-C would
+not stop the child.
+"""
 
 import os
 import signal
@@ -29,9 +34,15 @@ def _count(db: Path) -> int:
         return 0
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Python then installs its KeyboardInterrupt
+
+
 def _start(db: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(db)], env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(db)], env=env, preexec_fn=_default_sigint
+    )
 
 
 def test_kill_and_ctrl_c_then_resume(tmp_path):
@@ -42,10 +53,12 @@ def test_kill_and_ctrl_c_then_resume(tmp_path):
         deadline = time.time() + 60
         while _count(db) < threshold and proc.poll() is None and time.time() < deadline:
             time.sleep(0.01)
+        assert proc.poll() is None, f"the run ended before the {sig.name} stage could stop it"
         os.kill(proc.pid, sig)  # SIGINT = Ctrl-C
         proc.wait(timeout=30)
         seen_before_kill.append(_count(db))
-    assert seen_before_kill[-1] < TOTAL, "the run finished before it could be killed"
+        assert proc.returncode != 0, f"{sig.name} did not stop the run (it exited 0)"
+        assert seen_before_kill[-1] < TOTAL, f"{sig.name} did not stop the run: all {TOTAL} stored"
     with sqlite3.connect(db) as con:
         stored = {
             r[0]: r[1]
