@@ -320,3 +320,19 @@ def test_doc_page_example_runs():
     import agentgym.envs.social
 
     assert doctest.testmod(agentgym.envs.social).failed == 0
+
+
+def test_an_empty_deal_scores_zero(negotiation):
+    """Sotopia's headline score is goal completion: a deal that gives the player nothing scores 0
+    (the mean over all seven dimensions gave it about 0.5 for being harmless)."""
+    env = parallel_env(suite="social/negotiation")
+    task = _task(negotiation, "deal-or-no-deal")
+    env.reset(seed=0, options={"task": task})
+    deal = SocialConfig.model_validate(task.config).deal
+    nothing = ", ".join(f"{item}=0" for item in deal.counts)
+    env.step({"agent_0": f"action: propose {nothing}"})
+    env.step({"agent_1": "action: accept"})
+    _, rewards, term, _, infos = env.step({"agent_0": "leave"})
+    assert all(term.values())
+    assert rewards["agent_0"] == 0.0 and rewards["agent_1"] == 1.0
+    assert infos["agent_0"]["evaluation"]["normalized"] > 0.4  # what the old score was

@@ -3,7 +3,9 @@
 The player controls ``config.seat``; the partner (scripted or LLM, ``config.partner`` unless the
 env is given ``partner=``) plays the other seat between the player's turns. The judge scores both
 sides after every player turn (``judge_every_turn``) and at the end; ``info["evaluation"]`` is the
-player's scores, and the final reward and score are the normalised overall score (0..1).
+player's scores, and the final reward and score are the goal score scaled to 0..1 (Sotopia's
+headline metric; an empty deal scores 0). The mean over all seven dimensions, ALSO's reward, is
+``info["evaluation"]["normalized"]``.
 """
 
 from __future__ import annotations
@@ -93,10 +95,10 @@ class SocialEnv(TextEnv):
         success = evaluation.scores["goal"] >= SUCCESS_GOAL
         return (
             obs,
-            evaluation.normalized,
+            evaluation.goal,
             True,
             False,
-            {**info, "success": success, "score": evaluation.normalized},
+            {**info, "success": success, "score": evaluation.goal},
         )
 
     def _step_invalid(self, message: str) -> StepResult:

@@ -85,9 +85,21 @@ class Evaluation(BaseModel):
         ]
         return sum(parts) / len(parts)
 
+    @property
+    def goal(self) -> float:
+        """The episode's score: the goal dimension scaled to 0..1. Sotopia's headline metric is
+        goal completion; the mean over all seven dimensions credits a harmless agent that gets
+        nothing (an empty deal: believability 10, secret 0, social rules 0 give it about 0.5)."""
+        return self.scores["goal"] / DIMENSIONS["goal"][1]
+
     def summary(self) -> dict[str, object]:
-        """Scores, overall and normalized, as plain data for ``info``."""
-        return {"scores": dict(self.scores), "overall": self.overall, "normalized": self.normalized}
+        """Scores, overall, normalized and goal, as plain data for ``info``."""
+        return {
+            "scores": dict(self.scores),
+            "overall": self.overall,
+            "normalized": self.normalized,
+            "goal": self.goal,
+        }
 
 
 class Judge(Protocol):

@@ -2,7 +2,7 @@
 
 Agents are ``agent_0`` and ``agent_1`` (their names are in ``infos[agent]["name"]``). Every step
 takes both agents' actions; only the acting seat's counts (round-robin, as in Sotopia), the other
-is told to wait. Rewards are 0 until the end, then each agent's normalised judge score (0..1);
+is told to wait. Rewards are 0 until the end, then each agent's goal score scaled to 0..1;
 ``infos[agent]["evaluation"]`` holds the scores per dimension (after every turn with
 ``evaluate_every_turn=True``).
 """
@@ -107,7 +107,7 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
         )
         obs = {a: self._observe(i) for i, a in enumerate(AGENTS)}
         rewards = {
-            a: evaluations[i].normalized if done and evaluations else 0.0
+            a: evaluations[i].goal if done and evaluations else 0.0
             for i, a in enumerate(AGENTS)
         }
         infos = {
