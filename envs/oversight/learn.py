@@ -3,8 +3,9 @@
 Neither player sees the other's policy or gradient; each samples joint episodes of the finite
 game, computes its own returns-to-go and updates its own policy with a per-state running
 baseline. Two policy classes: :class:`TabularSoftmax` (logits per state) and
-:class:`TorchPolicy` (a small MLP over :mod:`features`, Adam). The LLM-policy variant needs the
-trainer (``agentgym.train``), which does not exist yet.
+:class:`TorchPolicy` (a small MLP over :mod:`features`, Adam). An LLM policy for one seat trains
+with the general trainer instead: ``agentgym train`` on ``OversightAgent-v0`` (the other seat
+embedded), like any text env.
 """
 
 from __future__ import annotations
