@@ -33,9 +33,9 @@ else
   KBQA_S=${KBQA_S:-300}; HOUSEHOLD_S=${HOUSEHOLD_S:-270}
 fi
 status=0
-timeout "$KBQA_S" python benchmarks/train_demo.py --env KBQA-v0 "${COMMON[@]}" "${KBQA[@]}" \
+timeout "$KBQA_S" python -m experiments.train_demo --env KBQA-v0 "${COMMON[@]}" "${KBQA[@]}" \
   --out "$OUT/kbqa" > "$OUT/kbqa.log" 2>&1 || status=$?
-timeout "$HOUSEHOLD_S" python benchmarks/train_demo.py --env Household-v0 "${COMMON[@]}" \
+timeout "$HOUSEHOLD_S" python -m experiments.train_demo --env Household-v0 "${COMMON[@]}" \
   "${HOUSEHOLD[@]}" --out "$OUT/household" > "$OUT/household.log" 2>&1 || status=$?
 for part in kbqa household; do
   echo "== $part"; cat "$OUT/$part/tables.md" 2>/dev/null || echo "(no seed finished)"

@@ -1,6 +1,6 @@
 """ALSO on the offline social setup: mean reward against arm 0, fixed arms, EXP3 and UCB1.
 
-    python benchmarks/also.py [--seeds 3] [--episodes 20] [--switch 10] [--embedder auto]
+    python -m experiments.also [--seeds 3] [--episodes 20] [--switch 10] [--embedder auto]
                               [--partner switcher] [--eta 5] [--epochs 100] [--threads 1]
                               [--all-tasks] [--extra]
 

@@ -1,8 +1,8 @@
 """First real-LLM baselines: SmolLM2-135M-Instruct zero-shot beside random and the expert.
 
-    python benchmarks/baselines.py                      # every family, 30 tasks each (hours on 2 cores)
-    python benchmarks/baselines.py --only clarify,bfcl-simple --n 10
-    python benchmarks/baselines.py --write-docs         # rewrite the table in docs/results.md
+    python -m experiments.baselines                      # every family, 30 tasks each (hours on 2 cores)
+    python -m experiments.baselines --only clarify,bfcl-simple --n 10
+    python -m experiments.baselines --write-docs         # rewrite the table in docs/results.md
 
 Each family is a fixed, evenly spread subset of a built-in suite (every k-th task, so tags and
 difficulties mix as in the full suite). Runs are greedy (temperature 0) with seed 0 and go to one
@@ -211,7 +211,7 @@ def main() -> None:
     rows = run(families, args.n, args.db, args.concurrency, console)
     console.print(table(rows))
     if args.write_docs:
-        command = f"python benchmarks/baselines.py --n {args.n}" + (
+        command = f"python -m experiments.baselines --n {args.n}" + (
             f" --only {args.only}" if only else ""
         )
         write_docs(markdown(rows, command))

@@ -1,4 +1,6 @@
-"""KBQA-R1 at CPU scale: RRS vs plain rejection sampling, RRS-SFT, then GRPO (``methods.py kbqa-r1``).
+"""KBQA-R1 at CPU scale: RRS vs plain rejection sampling, RRS-SFT, then GRPO.
+
+    python -m experiments.kbqa_r1 --seeds 0 1 2
 
 Per seed: Referenced Rejection Sampling (:func:`agentgym.agents.kbqa_r1.rrs`) with the offline
 :class:`NoisyTeacher` on the training questions, with the hint (RRS) and without it (plain
@@ -14,16 +16,17 @@ What a tiny model from scratch is given (documented narrowing, not KBQA-R1's set
 option ``handles=True`` (topic entities addressable as ``@1``/``@2``: no opaque id to copy),
 results listing ``--max-shown`` entities, no system prompt, training questions of ``comp-train``
 restricted to ``--train-tags`` (the iid operations the compositional questions combine).
+The method: docs/methods.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,8 @@ from agentgym.agents.kbqa_r1 import write_sft as write_rows
 from agentgym.metrics import wilson_interval
 from agentgym.registry import make
 from agentgym.task import Task, TaskSuite, write_tasks
+from experiments import train_demo
+from experiments.results import markdown_table, print_table, recorded, replace_section
 
 MARKER = "## KBQA-R1: RRS-SFT vs SFT+GRPO (MetaQA compositional)"
 TRAIN_TAGS = ("and", "count", "argmax", "argmin", "time", "compare-gt", "compare-lt")
@@ -111,7 +116,7 @@ def write_sft(env: Any, report: RRSReport, tasks: list[Task], path: Path) -> lis
 def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
     """The trainer config shared by both stages: the demo's (``train_demo.trainer_config``) on
     KBQA with topic handles (``over``: dotted overrides)."""
-    return _demo().trainer_config(
+    return train_demo.trainer_config(
         model,
         paths,
         out,
@@ -147,20 +152,6 @@ def evaluate(trainer: Any, tags: dict[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-@functools.cache
-def _demo() -> Any:
-    """benchmarks/train_demo.py as a module (benchmarks/ is not a package), loaded once."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "train_demo", Path(__file__).parent / "train_demo.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, Path]) -> dict:
     """One seed: RRS and plain yields, SFT on the RRS data, GRPO; held-out records per stage."""
     from agentgym.train.trainer import Trainer
@@ -171,7 +162,7 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
     hinted, plain = sample(env, chosen, args, seed)
     data = root / f"rrs-{seed}.jsonl"
     texts = write_sft(env, hinted, chosen, data)
-    model = _demo().demo_model(
+    model = train_demo.demo_model(
         root / f"model-{seed}", {}, args.hidden, args.layers, seed, "KBQA-v0", extra_texts=texts
     )
     tags = {t.id: t.tags[0] for t in TaskSuite.load(paths["test"])}
@@ -381,12 +372,10 @@ def settings(args: argparse.Namespace) -> str:
     )
 
 
-def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str:
-    """The docs/results.md section (``markdown(columns, rows)`` renders a table)."""
-    argv = list(args.argv)
-    if "--json" in argv:  # a local dump, not part of the experiment
-        del argv[argv.index("--json") : argv.index("--json") + 2]
-    command = "python benchmarks/methods.py kbqa-r1 " + " ".join(argv)
+def section(args: argparse.Namespace, results: list[dict]) -> str:
+    """The docs/results.md section."""
+    argv = recorded(args.argv, drop=("--json",))  # a local dump, not part of the experiment
+    command = "python -m experiments.kbqa_r1 " + " ".join(argv)
     return "\n".join(
         [
             MARKER,
@@ -402,11 +391,11 @@ def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str
             "",
             f"Command: `{command.strip()}`",
             "",
-            *markdown(yield_columns(results), yield_rows(results)),
+            *markdown_table(yield_columns(results), yield_rows(results)),
             "",
-            *markdown(heldout_columns(results), heldout_rows(results)),
+            *markdown_table(heldout_columns(results), heldout_rows(results)),
             "",
-            *markdown(PAIRED_COLUMNS, paired_rows(results)),
+            *markdown_table(PAIRED_COLUMNS, paired_rows(results)),
             "",
             finding(results),
             "",
@@ -421,7 +410,6 @@ def run(args: argparse.Namespace) -> list[dict]:
     import tempfile
 
     from rich.console import Console
-    from rich.table import Table
 
     console, results = Console(), []
     started = time.perf_counter()
@@ -447,21 +435,16 @@ def run(args: argparse.Namespace) -> list[dict]:
         ("Held-out F1", heldout_columns(results), heldout_rows(results)),
         ("GRPO - SFT (paired)", PAIRED_COLUMNS, paired_rows(results)),
     ):
-        table = Table(title=title)
-        for col in cols:
-            table.add_column(col)
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        print_table(console, title, cols, rows)
     console.print(finding(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return results
 
 
-def add_parser(sub: Any) -> None:
-    """The ``kbqa-r1`` subcommand of benchmarks/methods.py."""
-    p = sub.add_parser("kbqa-r1", help="KBQA-R1: RRS yield, RRS-SFT vs SFT+GRPO on MetaQA")
+def parser() -> argparse.ArgumentParser:
+    """The experiment's flags."""
+    p = argparse.ArgumentParser(description="KBQA-R1: RRS yield, RRS-SFT vs SFT+GRPO on MetaQA")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--train-tags", nargs="+", default=list(TRAIN_TAGS))
     p.add_argument("--train-tasks", type=int, default=600, help="training questions per seed")
@@ -486,3 +469,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")
     p.add_argument("--json", default=None, help="also write the per-episode records here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parser().parse_args(argv)
+    args.argv = argv if argv is not None else sys.argv[1:]
+    results = run(args)
+    if args.results:
+        replace_section(Path(args.results), MARKER, section(args, results))
+    return results
+
+
+if __name__ == "__main__":
+    main()

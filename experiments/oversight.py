@@ -1,7 +1,7 @@
 """Oversight games: violations, ask/oversee rates and return of sigma alone, fixed oversight and
 pairs learned by independent policy gradient (>= 3 seeds), in the gridworld and over tool use.
 
-    python benchmarks/oversight.py [--seeds 3] [--iterations 300] [--tool-tasks 8]
+    python -m experiments.oversight [--seeds 3] [--iterations 300] [--tool-tasks 8]
 
 Gridworld figures are exact expectations of the (stochastic) policies, computed on the finite
 game, not Monte Carlo estimates. "near" = share of asks / oversees taken in a cell where sigma is

@@ -1,4 +1,4 @@
-"""PA-MoE vs a single LoRA policy and an observation-only router (``methods.py pa-moe``).
+"""PA-MoE vs a single LoRA policy and an observation-only router on Household.
 
 An imbalanced Household mix in small rooms (at most ``--max-receptacles`` receptacles): simple
 ``put`` tasks and, ``--complex-share`` of them (25%), two-phase ``clean`` tasks (find and take,
@@ -16,23 +16,17 @@ job seeds shared, sampled at ``--eval-temperature``; PA-MoE routes greedily) poo
 with 95% Wilson intervals; switches per episode; where the switch falls relative to the true
 phase boundary (the first turn after the take answered ``You pick up ...``).
 
-    python benchmarks/methods.py pa-moe --seeds 0 1 2
+    python -m experiments.pa_moe --seeds 0 1 2
 
-Measured (docs/results.md, 3 seeds): nothing learns at this scale. After 300 SFT steps the tiny
-model writes well-formed commands (``go to``/``open``/``take``) but neither tracks what it has
-visited nor takes the goal's object: 0/96 held-out episodes after SFT and in every arm after 8
-GRPO steps, 0% on the training rollouts, so GRPO's advantages are zero and the routers (0
-switches in 192 greedy episodes) learn nothing about phases. The demo's observation LM loss
-(``--context-weight 1``) was worse: the model wrote observation text as its actions.
+The method: docs/methods.md; the figures: docs/results.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +36,8 @@ from agentgym.metrics import wilson_interval
 from agentgym.registry import make
 from agentgym.rollout import rollout
 from agentgym.task import Task, TaskSuite, write_tasks
+from experiments import train_demo
+from experiments.results import markdown_table, recorded, replace_section
 
 MARKER = "## PA-MoE vs a single policy and an observation-only router (Household)"
 ARMS = ("single", "pa_moe", "obs_only")
@@ -60,17 +56,6 @@ REAL_SCALE = (
     "router) and `pa_moe_household_single.yaml` (one LoRA adapter) with the same overrides; "
     "evaluate PA-MoE checkpoints with `agentgym eval -a pa_moe:OUT/final`"
 )
-
-
-@functools.cache
-def _demo() -> Any:
-    """benchmarks/train_demo.py as a module (benchmarks/ is not a package), loaded once."""
-    path = Path(__file__).resolve().parent / "train_demo.py"
-    spec = importlib.util.spec_from_file_location("train_demo", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ============================================================================ tasks and data
@@ -150,7 +135,7 @@ def episode_texts(ep: Episode) -> list[str]:
 def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
     """The demo's trainer config (``train_demo.trainer_config``) with GRPO at the RL learning
     rate (``over``: dotted overrides; the SFT stage overrides the algorithm and rate)."""
-    return _demo().trainer_config(
+    return train_demo.trainer_config(
         model,
         paths,
         out,
@@ -214,7 +199,7 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
     import agentgym.agents.pa_moe_train  # noqa: F401  (registers model.policy: pa_moe)
     from agentgym.train.trainer import Trainer
 
-    demo = _demo()
+    demo = train_demo
     tasks = list(TaskSuite.load(paths["test"]))
     model = demo.demo_model(
         root / f"model-{seed}", {"put": paths["put"]}, args.hidden, args.layers, seed,
@@ -377,14 +362,15 @@ def finding(results: list[dict]) -> str:
     )
 
 
-def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str:
+def section(args: argparse.Namespace, results: list[dict]) -> str:
+    """The docs/results.md section."""
     seeds = ", ".join(str(r["seed"]) for r in results)
     minutes = sum(sum(r["time"].values()) for r in results) / 60
     return "\n".join(
         [
             MARKER,
             "",
-            f"Command: `python benchmarks/methods.py pa-moe {' '.join(recorded(args.argv))}`".rstrip()
+            f"Command: `python -m experiments.pa_moe {' '.join(recorded(args.argv))}`".rstrip()
             + " "
             f"(seeds {seeds}; {minutes:.0f} min of run time summed over seeds on the shared "
             "2-core CPU; seeds are independent and may run as parallel one-seed processes, "
@@ -396,11 +382,13 @@ def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str
             "per episode and the share of switches within one turn of the true phase boundary "
             "(the turn after the take), greedy routing:",
             "",
-            *markdown(COLUMNS, rows(results)),
+            *markdown_table(COLUMNS, rows(results)),
             "",
             "Clean-task success per seed:",
             "",
-            *markdown(["arm", *(f"seed {r['seed']}" for r in results)], per_seed_rows(results)),
+            *markdown_table(
+                ["arm", *(f"seed {r['seed']}" for r in results)], per_seed_rows(results)
+            ),
             "",
             training_success(results) + ".",
             "",
@@ -410,22 +398,6 @@ def section(args: argparse.Namespace, results: list[dict], markdown: Any) -> str
             "",
         ]
     )
-
-
-def recorded(argv: list[str]) -> list[str]:
-    """The command's flags without where it wrote or read (``--results``, ``--json``,
-    ``--from-json``) and their values."""
-    drop = ("--results", "--json", "--from-json")
-    out, skipping = [], False
-    for a in argv:
-        if a.startswith("--"):
-            skipping = a in drop
-            if a.split("=")[0] in drop:
-                continue
-        elif skipping:
-            continue
-        out.append(a)
-    return out
 
 
 def run(args: argparse.Namespace) -> list[dict]:
@@ -462,9 +434,9 @@ def counts(paths: dict[str, Path]) -> dict[str, int]:
     }
 
 
-def add_parser(sub: Any) -> None:
-    """The ``pa-moe`` subcommand of benchmarks/methods.py."""
-    p = sub.add_parser("pa-moe", help="PA-MoE vs single LoRA vs observation-only router")
+def parser() -> argparse.ArgumentParser:
+    """The experiment's flags."""
+    p = argparse.ArgumentParser(description="PA-MoE vs single LoRA vs observation-only router")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--max-receptacles", type=int, default=10)
     p.add_argument("--max-turns", type=int, default=16)
@@ -477,8 +449,8 @@ def add_parser(sub: Any) -> None:
         "--context-weight",
         type=float,
         default=0.0,
-        help="SFT's LM loss on observations (1.0, the demo's: measured 0/64 held-out after 300 "
-        "steps, the model writes observation text as its actions)",
+        help="SFT's LM loss on observations (the demo's is 1.0; here the model then wrote "
+        "observation text as its actions, see docs/results.md)",
     )
     p.add_argument("--rl-steps", type=int, default=8)
     p.add_argument("--rl-lr", type=float, default=1e-3)
@@ -501,3 +473,17 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="report the records of finished runs (same flags; one-seed files are pooled)",
     )
+    return p
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parser().parse_args(argv)
+    args.argv = argv if argv is not None else sys.argv[1:]
+    results = run(args)
+    if args.results:
+        replace_section(Path(args.results), MARKER, section(args, results))
+    return results
+
+
+if __name__ == "__main__":
+    main()

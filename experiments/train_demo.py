@@ -1,19 +1,18 @@
 """SFT then GRPO on Clarify with a tiny model on this CPU: held-out success before SFT, after SFT,
 after RL (seeds x Wilson intervals), and rollout throughput with batched generation vs batch 1.
 
-    python benchmarks/train_demo.py                # full: 3 seeds
-    python benchmarks/train_demo.py --quick        # about 2 minutes, one seed
-    python benchmarks/train_demo.py --env Household-v0   # 16 turns
-    python benchmarks/train_demo.py --model smollm2 --env KBQA-v0 --quick   # benchmarks/train_real.py
+    python -m experiments.train_demo                # full: 3 seeds
+    python -m experiments.train_demo --quick        # one seed, fewer steps
+    python -m experiments.train_demo --env Household-v0   # 16 turns
+    python -m experiments.train_demo --model smollm2 --env KBQA-v0 --quick   # experiments.train_real
 
 The demo's task distribution is chosen for a 2-layer model trained for minutes from random
 weights: product tasks of ``clarify/train`` and ``clarify/test`` narrowed to ``--candidates``
 candidates (the target and distractors drawn by a seeded RNG; every pair still separable; the
 held-out split brings products never seen in training), renamed ``P1``..``Pk`` in listing order.
 Opaque ten-digit ids are beyond such a model: it has to copy them from its context, and ids of
-held-out tasks are tokens it never produced in training (measured: 0-4% held-out success after
-150-300 SFT steps, with one token per task-specific id and with a 40-id pool shared by both
-splits). The model is built like ``agentgym model init`` but its tokenizer is trained on these
+held-out tasks are tokens it never produced in training (with one token per task-specific id, or
+with a 40-id pool shared by both splits, it did not learn them). The model is built like ``agentgym model init`` but its tokenizer is trained on these
 observations. SFT adds a language-modelling loss on the observations (``sft.context_weight``).
 Evaluation samples at temperature 1, the policy RL optimises. Figures are noisy: the machine is
 shared.
@@ -24,8 +23,7 @@ narrowed to 5..``--max-receptacles`` receptacles (:func:`narrow_room`: eleven sm
 are layouts a tiny model memorises). SFT data is the observation-grounded searcher
 (``agentgym.envs.household.searcher``: visits receptacles in listing order, takes the object
 when seen), not the env's expert, whose first ``go to`` uses the hidden scene; every ``type N``
-name is one token. Not learnt yet: 0/86 held-out after 300 SFT steps (2 layers, hidden 128):
-the model does not copy even the first listed receptacle.
+name is one token. Figures: docs/results.md.
 """
 
 from __future__ import annotations
@@ -270,7 +268,7 @@ def trainer_config(
 ) -> TrainConfig:
     """A tiny-model trainer config on ``suites`` (train/test paths) of ``env_id``, sized by
     ``args`` (tasks_per_step, group_size, max_turns, sft_lr, eval_samples, threads); ``over``:
-    dotted overrides. The method benchmarks build theirs from it too."""
+    dotted overrides. The method experiments build theirs from it too."""
     data: dict[str, Any] = {
         "model": {"path": str(model)},
         "env": {
@@ -416,7 +414,7 @@ def parse(argv: list[str] | None = None) -> Any:
         "--model",
         choices=["tiny"],
         default="tiny",
-        help="tiny: from scratch; any other (smollm2): benchmarks/train_real.py",
+        help="tiny: from scratch; any other (smollm2): experiments.train_real",
     )
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="one seed, fewer steps (the test's run)")
@@ -448,8 +446,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--model", default="tiny")
     if pre.parse_known_args(argv)[0].model != "tiny":  # a pretrained model: train_real.py
-        real = _sibling("train_real")
-        return real.main(real.parse(argv))
+        from experiments import train_real
+
+        return train_real.main(train_real.parse(argv))
     args = parse(argv)
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
@@ -470,16 +469,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         tp = throughput(root / "sft-0" / "final", suites, args, root)
         report(results, tp, console)
     return results
-
-
-def _sibling(name: str) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """The train demo with a real pretrained model (``train_demo.py --model smollm2``): held-out score
 of the untrained model, after SFT and after RL, all measured in one run, LoRA on SmolLM2.
 
-    python benchmarks/train_demo.py --model smollm2 --env KBQA-v0 --quick     # < 15 min here
-    python benchmarks/train_demo.py --model smollm2 --env KBQA-v0 --seeds 3 --out runs/real-kbqa
-    python benchmarks/train_demo.py --model smollm2 --env Household-v0 --quick
+    python -m experiments.train_demo --model smollm2 --env KBQA-v0 --quick
+    python -m experiments.train_demo --model smollm2 --env KBQA-v0 --seeds 3 --out runs/real-kbqa
+    python -m experiments.train_demo --model smollm2 --env Household-v0 --quick
 
 KBQA-v0 follows KBQA-R1: Referenced Rejection Sampling with the offline noisy teacher on MetaQA
-training questions (``methods_kbqa``: the gold logical form as a hint, hint-free rows checked),
+training questions (:mod:`experiments.kbqa_r1`: the gold logical form as a hint, hint-free rows checked),
 SFT on the kept trajectories, then GRPO (no KL, clip 0.2/0.28); held out: compositional and iid
 questions of ``kbqa/comp-test`` (the compositional split is never trained on). Household-v0: SFT
 on the observation-grounded searcher's episodes in narrowed training rooms (``train_demo``), then
@@ -22,8 +22,6 @@ results, LoRA on the top layers only, short histories (``rollout.max_context_tok
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import math
 import random
@@ -36,18 +34,10 @@ from typing import Any
 from agentgym.metrics import wilson_interval
 from agentgym.task import TaskSuite
 from agentgym.train.config import TrainConfig, set_dotted
+from experiments import kbqa_r1, train_demo
+from experiments.results import markdown_table
 
 STAGES = (("before", "untrained"), ("sft", "after SFT"), ("rl", "after RL"))
-
-
-@functools.cache
-def sibling(name: str) -> Any:
-    """benchmarks/NAME.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ============================================================================ settings
@@ -129,7 +119,7 @@ def trainer_config(model: str, suites: dict[str, Path], out: Path, args: Any, **
 # ============================================================================ data per env
 def kbqa_data(root: Path, args: argparse.Namespace, seed: int) -> tuple[dict[str, Path], Path]:
     """Held-out and training suites, and the RRS SFT rows of this seed (hint-free, checked)."""
-    mk = sibling("methods_kbqa")
+    mk = kbqa_r1
     from agentgym.registry import make
 
     paths = mk.suites(root, args)
@@ -143,7 +133,7 @@ def kbqa_data(root: Path, args: argparse.Namespace, seed: int) -> tuple[dict[str
 
 
 def household_data(root: Path, args: argparse.Namespace) -> tuple[dict[str, Path], Path]:
-    demo = sibling("train_demo")
+    demo = train_demo
     suites = demo.household_tasks(root, args.max_receptacles, args.max_turns)
     return suites, demo.searcher_data(root, suites)
 
@@ -249,21 +239,13 @@ def paired_rows(results: list[dict], tag: str | None) -> list[list[str]]:
     return rows
 
 
-def markdown(columns: list[str], rows: list[list[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(columns) + " |",
-        "|" + "---|" * len(columns),
-        *("| " + " | ".join(r) + " |" for r in rows),
-    ]
-
-
 def tables(results: list[dict], env: str) -> list[str]:
     tags = ["compositional", "iid"] if env == "KBQA-v0" else [None]
     seeds = [f"score seed {r['seed']}" for r in results]
     cols = ["held-out", "stage", *seeds, "score pooled [95%]", "success [95% Wilson]", "episodes"]
-    lines = markdown(cols, [row for t in tags for row in stage_rows(results, t)])
+    lines = markdown_table(cols, [row for t in tags for row in stage_rows(results, t)])
     pcols = ["held-out", "difference", "score [95%]", "success [95%]", "pairs"]
-    lines += ["", *markdown(pcols, [row for t in tags for row in paired_rows(results, t)])]
+    lines += ["", *markdown_table(pcols, [row for t in tags for row in paired_rows(results, t)])]
     times = ", ".join(
         f"seed {r['seed']}: {r['wall_s'] / 60:.1f} min (one evaluation {r['eval_s']:.0f} s, "
         f"SFT {r['sft_s']:.0f} s, RL {r['rl_s']:.0f} s)"
@@ -320,8 +302,8 @@ def main(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     console = Console()
     args = defaults(args)
-    if args.env == "KBQA-v0":  # methods_kbqa's fixed RRS settings
-        args.train_tags, args.max_shown = list(sibling("methods_kbqa").TRAIN_TAGS), 3
+    if args.env == "KBQA-v0":  # the KBQA-R1 experiment's fixed RRS settings
+        args.train_tags, args.max_shown = list(kbqa_r1.TRAIN_TAGS), 3
         args.samples, args.p_error, args.p_recover = 2, 0.15, 0.5
     out_root = Path(args.out) if args.out else None
     saved = out_root / "results.json" if out_root else None

@@ -1,17 +1,10 @@
-"""benchmarks/baselines.py: evenly spread subsets, resumable runs, the docs table."""
+"""experiments/baselines.py: evenly spread subsets, resumable runs, the docs table."""
 
-import importlib.util
 import io
-import sys
-from pathlib import Path
 
 from rich.console import Console
 
-spec = importlib.util.spec_from_file_location(
-    "baselines", Path(__file__).parent.parent / "benchmarks" / "baselines.py"
-)
-baselines = sys.modules["baselines"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(baselines)
+from experiments import baselines
 
 
 def test_spread_takes_every_kth_task():

@@ -16,7 +16,7 @@ from agentgym.task import Task, TaskSuite
 
 ROOM = "cabinet 1*, countertop 1, drawer 1*, shelf 1, sidetable 1"
 SMALL_ROOM = 10
-"""The training demo's room size (benchmarks/train_demo.py --max-receptacles)."""
+"""The training demo's room size (experiments/train_demo.py --max-receptacles)."""
 TURNS = 16
 """The searcher's longest episode in those rooms (measured: 16 on train, 12 on the rest)."""
 
@@ -141,17 +141,11 @@ def test_clear_errors(call: Any, message: str):
 
 
 def test_solves_the_training_demos_household_tasks(tmp_path):
-    """benchmarks/train_demo.py --env Household-v0: held-out rooms as they are, training rooms
+    """experiments/train_demo.py --env Household-v0: held-out rooms as they are, training rooms
     narrowed (many layouts); the searcher is the SFT data, so it must solve what it trains on."""
     pytest.importorskip("torch")
-    import importlib.util
-    from pathlib import Path
+    from experiments import train_demo as demo
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "train_demo.py"
-    spec = importlib.util.spec_from_file_location("train_demo", path)
-    assert spec is not None and spec.loader is not None
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
     suites = demo.household_tasks(tmp_path, SMALL_ROOM, TURNS)
     train, test = (TaskSuite.load(suites[s]).tasks for s in ("train", "test"))
     plans = {t.id: t.config["floorplan"] for t in TaskSuite.load("household/train")}

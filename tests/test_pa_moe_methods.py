@@ -1,29 +1,18 @@
-"""The PA-MoE experiment's harness (benchmarks/methods_pa_moe.py): the imbalanced mix split by
+"""The PA-MoE experiment's harness (experiments/pa_moe.py): the imbalanced mix split by
 floorplan, the phase boundary and the boundary share of switches. The experiment itself is
-``python benchmarks/methods.py pa-moe`` (its figures are in docs/results.md)."""
+``python -m experiments.pa_moe`` (its figures are in docs/results.md)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 from agentgym.episode import Episode, Step
 from agentgym.task import TaskSuite
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "methods_pa_moe.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("methods_pa_moe", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from experiments import pa_moe as m
 
 
 def test_mix_is_one_quarter_two_phase_and_held_out_by_floorplan(tmp_path):
-    m = _module()
     args = argparse.Namespace(max_receptacles=10, max_turns=16, complex_share=0.25, eval_tasks=8)
     paths = m.suites(tmp_path, args)
     train, test = (TaskSuite.load(paths[s]).tasks for s in ("train", "test"))
@@ -44,7 +33,6 @@ def _episode(observations: list[str]) -> Episode:
 
 
 def test_boundary_is_the_turn_after_the_take():
-    m = _module()
     ep = _episode(
         ["On the shelf 1, you see a cloth 1.", "You pick up the cloth 1 from the shelf 1."]
     )
@@ -53,7 +41,6 @@ def test_boundary_is_the_turn_after_the_take():
 
 
 def test_switch_share_counts_only_switches_near_the_boundary():
-    m = _module()
     records = [
         {"switches": [2], "boundary": 3},  # one turn early: counted
         {"switches": [6], "boundary": 3},  # far: not counted
@@ -66,16 +53,17 @@ def test_switch_share_counts_only_switches_near_the_boundary():
 
 
 def test_recorded_command_drops_output_paths():
-    m = _module()
+    from experiments.results import recorded
+
     argv = ["--seeds", "0", "--results", "/tmp/r.md", "--json=/tmp/x.json", "--rl-steps", "3"]
     argv += ["--from-json", "/tmp/a.json", "/tmp/b.json", "--seeds", "1"]
-    assert m.recorded(argv) == ["--seeds", "0", "--rl-steps", "3", "--seeds", "1"]
+    assert recorded(argv) == ["--seeds", "0", "--rl-steps", "3", "--seeds", "1"]
 
 
 def test_the_three_arms_configs_differ_only_in_the_policy():
     from agentgym.train.config import load_config
 
-    root = BENCH.parents[1] / "configs" / "methods"
+    root = Path(__file__).resolve().parents[1] / "configs" / "methods"
     moe, obs, single = (
         load_config(root / f"pa_moe_household{s}.yaml").model_dump()
         for s in ("", "_obs_only", "_single")
@@ -89,7 +77,6 @@ def test_the_three_arms_configs_differ_only_in_the_policy():
 
 
 def test_a_run_where_nothing_succeeds_is_reported_as_such():
-    m = _module()
     rec = {"kind": "clean", "success": False, "ok": True, "switches": [], "boundary": None}
     rec["turns"] = 16
     put = {**rec, "kind": "put"}

@@ -2,35 +2,24 @@
 success to some after SFT on expert trajectories, GRPO then trains on its own rollouts, and
 batched and one-by-one generation produce the same number of episodes.
 
-The full run (three seeds, where GRPO ends measurably above SFT) is ``benchmarks/train_demo.py``;
+The full run (three seeds, where GRPO ends measurably above SFT) is ``python -m experiments.train_demo``;
 this test checks the pipeline end to end, not the size of the RL gain, which two minutes of
 training on a shared CPU cannot measure reliably.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-DEMO = Path(__file__).resolve().parents[1] / "benchmarks" / "train_demo.py"
-
-
-def _demo_module():
-    spec = importlib.util.spec_from_file_location("train_demo", DEMO)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from experiments import train_demo as demo
 
 
 def test_demo_tasks_keep_targets_held_out(tmp_path):
-    demo = _demo_module()
     from agentgym.task import TaskSuite
 
     suites = demo.demo_tasks(tmp_path, 2, 4)
@@ -47,7 +36,6 @@ def test_demo_tasks_keep_targets_held_out(tmp_path):
 
 
 def test_two_minute_demo(capsys):
-    demo = _demo_module()
     [result] = demo.main(["--quick"])
     assert result["before"]["eval_success"] == 0.0  # random weights never produce a valid answer
     assert result["sft"]["eval_success"] > result["before"]["eval_success"]

@@ -220,7 +220,7 @@ def search_agent(arg: str, env: Any) -> SearchAgent:
 # Phase 1 is the put task's find-and-take; phase 2 starts with the take: carry the object to
 # the first sink basin in listing order, ``clean`` it, then deliver it as in ``put``. The same
 # observation (``You pick up the X from the R.``) then needs ``go to sinkbasin N`` instead of
-# ``go to DEST``, which is what PA-MoE's phase router is tested on (benchmarks/methods_pa_moe.py).
+# ``go to DEST``, which is what PA-MoE's phase router is tested on (experiments/pa_moe.py).
 CLEAN_TYPE = "pick_clean_then_place_in_recep"
 SINK = "sinkbasin"
 _CLEANED = re.compile(r"You clean the (?P<o>[a-z]+ \d+) using the (?P<r>[a-z]+ \d+)\.")

@@ -1,0 +1,60 @@
+"""Tables on the console and sections of docs/results.md, shared by every experiment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A GitHub markdown table, one line per row."""
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+def print_table(
+    console: Any, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]
+) -> None:
+    """The same table on a rich console."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def replace_section(path: Path, marker: str, section: str) -> None:
+    """Put ``section`` (headed ``marker``) in place of that section of ``path``, or append it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if marker in text:
+        before, _, rest = text.partition(marker)
+        after = rest[rest.find("\n## ") :] if "\n## " in rest else ""
+        text = before + section + after
+    else:
+        text = (text.rstrip() + "\n\n" if text else "") + section
+    path.write_text(text, encoding="utf-8")
+
+
+def recorded(
+    argv: Sequence[str], drop: Sequence[str] = ("--results", "--json", "--from-json")
+) -> list[str]:
+    """A command's flags without where it wrote or read (``drop``) and their values, as the
+    command line a results section records."""
+    out, skipping = [], False
+    for a in argv:
+        if a.startswith("--"):
+            skipping = a in drop
+            if a.split("=")[0] in drop:
+                continue
+        elif skipping:
+            continue
+        out.append(a)
+    return out
