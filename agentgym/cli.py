@@ -20,7 +20,7 @@ from rich.table import Table
 from agentgym.env_options import parse_env_options
 from agentgym.episode import Episode
 from agentgym.llm.models import FetchError
-from agentgym.registry import check_isolate
+from agentgym.registry import check_isolate, check_nesting
 from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_backend
 from agentgym.sandbox.cli import sandbox_app
@@ -229,6 +229,7 @@ def eval_(
         check_isolate(isolate)
         check_backend(backend, address)
         env_options = parse_env_options(env_option or [])
+        check_nesting(sorted({t.env for t in tasks}), isolate)
         preflight(tasks, agent, env_options)
         store = agentgym.Store(db)
     if backend == "ray":  # join (or start) Ray once, before the first progress bar

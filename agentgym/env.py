@@ -63,6 +63,9 @@ class TextEnv(gymnasium.Env[str, str]):
     at the first newline and need few tokens (``action_max_tokens``)."""
     action_max_tokens: ClassVar[int] = 256
     """Completion tokens an LLM agent needs for one action here (its default ``max_tokens``)."""
+    own_sandbox: ClassVar[bool] = False
+    """The env runs untrusted code in a sandbox of its own (Swe-v0): it cannot itself run inside
+    one (``isolate=``), since sandboxes do not nest here."""
     demo_suite: ClassVar[str | None] = None
     """A training split whose first task the expert plays for ``demonstration()``."""
 

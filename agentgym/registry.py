@@ -99,6 +99,20 @@ def check_isolate(isolate: str | None) -> str | None:
     return isolate
 
 
+def check_nesting(env_ids: list[str], isolate: str | None) -> None:
+    """Refuse ``isolate`` for envs that sandbox their own commands (sandboxes do not nest: no
+    bubblewrap inside a container, no Docker inside bubblewrap)."""
+    if isolate is None:
+        return
+    nested = [i for i in env_ids if getattr(spec(i).load(), "own_sandbox", False)]
+    if nested:
+        raise ValueError(
+            f"{', '.join(nested)} {'runs' if len(nested) == 1 else 'run'} its commands in a "
+            f"sandbox of its own, which cannot start inside an isolate={isolate} sandbox; drop "
+            "--isolate (choose the env's own sandbox with --env-option sandbox=docker|local)"
+        )
+
+
 def make(env_id: str, isolate: str | None = None, **kwargs: Any) -> Any:
     """Build the env registered as ``env_id`` (with or without the ``agentgym/`` prefix).
 
@@ -106,7 +120,8 @@ def make(env_id: str, isolate: str | None = None, **kwargs: Any) -> Any:
     API (one generic worker protocol for every env), for untrusted envs and long runs.
     """
     s = spec(env_id)
-    if check_isolate(isolate) is not None:
+    check_nesting([env_id], check_isolate(isolate))
+    if isolate is not None:
         from agentgym.sandbox.isolated_env import IsolatedEnv  # the core does not need sandbox/
 
         env = IsolatedEnv(s.id, provider=isolate, env_kwargs={**s.kwargs, **kwargs})

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from agentgym.agent import Agent, AgentFactory, agent_factory
 from agentgym.env_options import check_suite_options
 from agentgym.episode import Episode
-from agentgym.registry import check_isolate, make
+from agentgym.registry import check_isolate, check_nesting, make
 from agentgym.rollout import rollout
 from agentgym.store import Store
 from agentgym.task import Task, TaskSuite
@@ -122,6 +122,7 @@ def evaluate(
     check_backend(backend, address)
     suite = TaskSuite.load(suite) if isinstance(suite, str) else suite
     options = check_suite_options(sorted({t.env for t in suite}), env_options or {})
+    check_nesting(sorted({t.env for t in suite}), check_isolate(isolate))
     factory = agent_factory(agent) if isinstance(agent, str) else agent
     agent_name = (
         agent if isinstance(agent, str) else getattr(agent, "__name__", type(agent).__name__)

@@ -244,3 +244,11 @@ def test_env_options_listed_checked_and_part_of_the_run_id(tmp_path):
     firsts = {r["config"].get("env_options", {}).get("handles", False): [
         e.first_observation for e in store.episodes(r["id"])] for r in store.runs()}  # fmt: skip
     assert all("@1 = " in o for o in firsts[True]) and not any("@1" in o for o in firsts[False])
+
+
+def test_nested_sandboxes_are_refused_before_the_run(tmp_path):
+    db = tmp_path / "r.db"
+    args = ["eval", "swe/humanevalfix", "-a", "expert", "--isolate", "docker", "--db", str(db)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "Swe-v0 runs its commands in a sandbox of its own" in result.output
+    assert not db.exists()

@@ -77,6 +77,7 @@ class SweEnv(TextEnv):
     config_model: ClassVar[type[BaseModel]] = SweConfig
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     default_suite: ClassVar[str | None] = "swe/humanevalfix"
+    own_sandbox: ClassVar[bool] = True
 
     def __init__(
         self,
