@@ -1,5 +1,9 @@
 """Tool-use env speed: resets and tool calls per second, against tau-bench's deep copy.
 
+Telecom rows: a reset there also runs the task's set-up actions on both sides (tau2 builds the
+environment from a deep copy and runs them too), and every tool call is followed by the phone's
+sync with the carrier's records, as in tau2.
+
     python benchmarks/tooluse.py [--episodes 200]
 
 tau-bench reloads (deep-copies) the whole database on every reset; here a reset is a fresh
@@ -18,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 import agentgym
-from agentgym.envs.tooluse import retail, retail_v1
+from agentgym.envs.tooluse import phone, retail, retail_v1, telecom
 from agentgym.envs.tooluse.world import World, get_domain
 from agentgym.task import TaskSuite
 
@@ -40,6 +44,8 @@ def main() -> None:
     n = parser.parse_args().episodes
     v1_data, tau2_db = retail_v1.base_tables(), retail.base_tables()
     world_v1, world_tau2 = World(get_domain("tau_bench_retail")), World(get_domain("retail"))
+    world_tel = World(get_domain("telecom"))
+    world_tel.apply_initial_state(TELECOM_SETUP)
     rows = [
         (
             "deepcopy of v1 retail data (tau-bench reset)",
@@ -52,6 +58,18 @@ def main() -> None:
         ("fresh COW world, v1 retail", rate(lambda: World(get_domain("tau_bench_retail")), n * 50)),
         ("fresh COW world, tau2 retail", rate(lambda: World(get_domain("retail")), n * 50)),
         ("env.reset(task) TauBenchRetail-v0 (world, gold replay, user)", _env_reset_rate(n)),
+        (
+            "deepcopy of tau2 TelecomDB + phone (tau2 reset)",
+            rate(lambda: copy.deepcopy((telecom.base_db(), phone.base_user_db())), n),
+        ),
+        (
+            "fresh world, tau2 telecom (both sides)",
+            rate(lambda: World(get_domain("telecom")), n * 50),
+        ),
+        (
+            "env.reset(task) TauTelecom-v0 (set-up actions, gold replay, user)",
+            _env_reset_rate(n, "TauTelecom-v0", "tooluse/telecom-test"),
+        ),
         (
             "world.reset() after a write",
             rate(lambda: (world_v1.call("modify_user_address", ADDRESS), world_v1.reset()), n * 10),
@@ -70,17 +88,37 @@ def main() -> None:
             "tool call find_user_id_by_email (tau2, scans users)",
             rate(lambda: world_tau2.call("find_user_id_by_email", {"email": "x@y.z"}), n),
         ),
+        (
+            "tool call get_customer_by_phone (telecom agent, + phone sync)",
+            rate(lambda: world_tel.call("get_customer_by_phone", PHONE), n * 5),
+        ),
+        (
+            "tool call toggle_airplane_mode (telecom user, + phone sync)",
+            rate(lambda: world_tel.call("toggle_airplane_mode", {}, "user"), n * 5),
+        ),
+        (
+            "tool call run_speed_test (telecom user)",
+            rate(lambda: world_tel.call("run_speed_test", {}, "user"), n * 5),
+        ),
     ]
     env = agentgym.make("TauBenchRetail-v0")
     tasks = TaskSuite.load("tooluse/tau-bench-retail-test").tasks
     episodes = rate(lambda: _episode(env, tasks), min(n, len(tasks)))
+    tel_env = agentgym.make("TauTelecom-v0")
+    tel_tasks = TaskSuite.load("tooluse/telecom-test").tasks
+    tel_episodes = rate(lambda: _episode(tel_env, tel_tasks), min(n, len(tel_tasks)))
     baseline = rows[0][1]
     table = Table(title=f"tool-use speed ({n} episodes; shared machine, noisy)")
     table.add_column("what")
     table.add_column("per second", justify="right")
     table.add_column("vs deepcopy reset", justify="right")
     for name, value in (
-        rows + calls + [("full expert episode, tau-bench retail (reset+steps+grading)", episodes)]
+        rows
+        + calls
+        + [
+            ("full expert episode, tau-bench retail (reset+steps+grading)", episodes),
+            ("full expert episode, telecom (both sides act; reset+steps+grading)", tel_episodes),
+        ]
     ):
         table.add_row(
             name, f"{value:,.0f}", f"{value / baseline:,.0f}x" if name in dict(rows) else ""
@@ -88,9 +126,11 @@ def main() -> None:
     Console().print(table)
 
 
-def _env_reset_rate(n: int) -> float:
-    env = agentgym.make("TauBenchRetail-v0")
-    task = TaskSuite.load("tooluse/tau-bench-retail-test").tasks[0]
+def _env_reset_rate(
+    n: int, env_id: str = "TauBenchRetail-v0", suite: str = "tooluse/tau-bench-retail-test"
+) -> float:
+    env = agentgym.make(env_id)
+    task = TaskSuite.load(suite).tasks[0]
     return rate(lambda: env.reset(seed=0, options={"task": task}), n)
 
 
@@ -102,6 +142,16 @@ ADDRESS = {
     "state": "CO",
     "country": "USA",
     "zip": "80279",
+}
+PHONE = {"phone_number": "555-123-2002"}
+TELECOM_SETUP = {
+    "initialization_actions": [
+        {
+            "env_type": "user",
+            "func_name": "set_user_info",
+            "arguments": {"name": "John Smith", "phone_number": "555-123-2002"},
+        }
+    ]
 }
 _cursor = [0]
 

@@ -48,6 +48,11 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
         "tau2-bench's mock domain (every tau2 evaluation feature, 10 tasks)",
     ),
     (
+        "TauTelecom-v0",
+        "agentgym.envs.tooluse.env:TauTelecomEnv",
+        "tau2-bench telecom: dual control, the user fixes their own phone with its tools",
+    ),
+    (
         "TauBenchRetail-v0",
         "agentgym.envs.tooluse.env:TauBenchRetailEnv",
         "tau-bench v1 retail: its tools, data and tasks, graded by database hash and outputs",

@@ -26,6 +26,7 @@ TAU_ENVS = {
     "TauRetail-v0": ["tooluse/retail-test", "tooluse/retail-train"],
     "TauAirline-v0": ["tooluse/airline-test", "tooluse/airline-train"],
     "TauMock-v0": ["tooluse/mock"],
+    "TauTelecom-v0": ["tooluse/telecom-test", "tooluse/telecom-train", "tooluse/telecom-small"],
 }
 STRUCTURAL_PROBES = ["", "   ", "\x00\x01\x02", "[" * 500]
 """The kit's malformed probes that are not legitimate text messages to a user."""

@@ -7,7 +7,8 @@ to be said must have been said. Tools, errors, outputs, hashes and rewards repro
 tau2-bench (their ``Error: ...`` texts included); nothing in the data is "fixed".
 
 =====================  =========================================================================
-Ids                    ``TauRetail-v0``, ``TauAirline-v0``, ``TauMock-v0`` (tau2-bench domains),
+Ids                    ``TauRetail-v0``, ``TauAirline-v0``, ``TauMock-v0``, ``TauTelecom-v0``
+                       (tau2-bench domains),
                        ``TauBenchRetail-v0`` (tau-bench v1 retail on v1's own data), all
                        :class:`~agentgym.envs.tooluse.env.TauEnv`; ``BFCL-v0``
                        (:class:`~agentgym.envs.tooluse.bfcl.BFCLEnv`)
@@ -32,7 +33,12 @@ Dual control           tau2's user-side tools and state (mock: a notification in
                        user's turn may be tool calls, run on the user DB and recorded in the
                        episode (``state.calls`` with the requestor, the transcript as tau2
                        records them); the agent sees only the user's text. ``initial_state``
-                       data and actions apply to either side
+                       data and actions apply to either side. Telecom: the agent has 13
+                       tools (customers, lines, plans, bills, data refuel, roaming), the user
+                       30 on a simulated phone (status bar, airplane mode, network mode, APN,
+                       SIM, data saver, VPN, app permissions, speed test, reboot, payments);
+                       after every call the phone syncs with the carrier's records, as in
+                       tau2; the policy is tau2's main policy + tech-support manual
 Episode end            ``transfer_to_human_agents``; a user stop token (``###STOP###``,
                        ``###TRANSFER###``, ``###OUT-OF-SCOPE###``); the agent writing
                        ``###STOP###``; truncation after ``config.max_steps`` actions (30 for
@@ -46,7 +52,9 @@ Reward                 tau-bench v1: 1 iff DB hash = gold replay's and every ``o
                        ``-k`` samples, ``agentgym report`` prints tau-bench's pass^k
 Suites                 ``tooluse/retail-train`` 74, ``tooluse/retail-test`` 40,
                        ``tooluse/airline-train`` 30, ``tooluse/airline-test`` 20, ``tooluse/mock``
-                       10, ``tooluse/tau-bench-retail-test`` 115, ``tooluse/tau-bench-retail-dev``
+                       10, ``tooluse/telecom-train`` 74, ``telecom-test`` 40 (tau2's base
+                       split), ``telecom-small`` 20, ``telecom-full`` 2,285 (every task of
+                       tau2's ``tasks.json``), ``tooluse/tau-bench-retail-test`` 115, ``tooluse/tau-bench-retail-dev``
                        20; ``bfcl/simple`` 400, ``bfcl/multiple`` 200, ``bfcl/parallel`` 200.
                        Tasks whose correct outcome is the unchanged database (doing nothing
                        succeeds, as the benchmarks grade it) are tagged ``inaction-succeeds``
@@ -56,16 +64,18 @@ Expert                 replays the agent's gold actions (plus the write an env a
                        says the required outputs, closes: reward 1 on every task except
                        ``tau2-mock-update_task_with_user_tools``, which tau2 grades 0 on every
                        trajectory (its assertion needs the user's dismissal, its DB check the
-                       user DB without it). BFCL: passes all 800
+                       user DB without it); telecom: all 2,285. BFCL: passes all 800
 Speed                  reset = fresh copy-on-write view of the shared database; ~190x faster
                        than tau-bench's deep copy per reset (``benchmarks/tooluse.py``)
-Data                   tau2-bench (MIT) retail/airline/mock, tau-bench (MIT) v1 retail, BFCL v4
+Data                   tau2-bench (MIT) retail/airline/mock/telecom (telecom's TOML databases
+                       converted to JSON), tau-bench (MIT) v1 retail, BFCL v4
                        (Apache-2.0), in ``data/`` with their licences
 Regenerate             ``python -m agentgym.envs.tooluse.generate``
 =====================  =========================================================================
 
 Databases: pydantic models of each domain (``retail.RetailDB``, ``airline.FlightDB``,
-``mock.MockDB``) hold tau2 data; v1 keeps tau-bench's plain JSON. ``env.export_db()`` returns the
+``mock.MockDB``, ``telecom.TelecomDB`` and the phone's ``phone.PhoneDB``, whole models in a
+``db.ModelDatabase``) hold tau2 data; v1 keeps tau-bench's plain JSON. ``env.export_db()`` returns the
 database in the benchmark's JSON schema and ``env.db_hash()`` the hash the benchmark computes
 (tau2: sorted JSON dump; tau-bench: ``to_hashable``), so a state can be compared hash for hash.
 Oversight and other wrappers can use ``World`` (tool kinds READ/WRITE, ``call``, ``same_state``).
@@ -86,6 +96,7 @@ from agentgym.envs.tooluse.env import (
     TauMockEnv,
     TauRetailEnv,
     TauState,
+    TauTelecomEnv,
 )
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold
 from agentgym.envs.tooluse.users import GoldUser, LLMUser, UncooperativeUser
@@ -103,6 +114,7 @@ __all__ = [
     "TauMockEnv",
     "TauRetailEnv",
     "TauState",
+    "TauTelecomEnv",
     "UncooperativeUser",
     "World",
 ]

@@ -105,3 +105,60 @@ class Database:
                 ):
                     differing.append((name, key))
         return differing
+
+
+class ModelDatabase:
+    """A database held as one pydantic model (tau2 telecom: record lists, a phone's state).
+
+    The base model is shared by every episode; the first access to :attr:`data` takes the
+    episode's own copy (these databases are a few kilobytes; the copy is validated from the base's
+    JSON, 7x faster than pydantic's deep copy), ``reset`` drops it. The hash is tau2's
+    ``get_dict_hash(db.model_dump())``.
+    """
+
+    style: Style = "tau2"
+
+    def __init__(self, base: BaseModel, base_json: str | None = None) -> None:
+        self._base = base
+        self._base_json = base_json if base_json is not None else base.model_dump_json()
+        self._own: BaseModel | None = None
+
+    @property
+    def data(self) -> Any:
+        """The episode's own, mutable model (copied from the base on first access)."""
+        if self._own is None:
+            self._own = type(self._base).model_validate_json(self._base_json)
+        return self._own
+
+    @data.setter
+    def data(self, model: BaseModel) -> None:
+        self._own = model
+
+    def peek(self) -> Any:
+        """The model for reading only."""
+        return self._own if self._own is not None else self._base
+
+    def reset(self) -> None:
+        """Back to the base model."""
+        self._own = None
+
+    def export(self) -> dict[str, Any]:
+        """The database as JSON data in tau2's schema."""
+        return dict(self.peek().model_dump(mode="json"))
+
+    def hash(self) -> str:
+        """tau2's hash of this state."""
+        return tau2_hash(self.peek().model_dump())
+
+    def diff(self, other: ModelDatabase) -> list[tuple[str, str]]:
+        """``[("*", "*")]`` when the two states hash differently, else ``[]``."""
+        if self._own is None and other._own is None and self._base is other._base:
+            return []
+        return [] if self.hash() == other.hash() else [("*", "*")]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ModelDatabase:
+        """Copies the episode's own model only; the base stays shared."""
+        clone = ModelDatabase(self._base, self._base_json)
+        if self._own is not None:
+            clone._own = type(self._own).model_validate_json(self._own.model_dump_json())
+        return clone

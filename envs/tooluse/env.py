@@ -126,10 +126,9 @@ class TauEnv(TextEnv):
         domain = get_domain(config.domain)
         world = World(domain)
         world.apply_initial_state(config.initial_state)
-        path, target = gold_plan.gold_path(domain, config, gold)
-        self.state = TauState(
-            world, gold_world(domain, config, gold), gold_plan.expert_plan(path, gold), path, target
-        )
+        reference = gold_world(domain, config, gold)
+        path, target = gold_plan.gold_path(reference, gold)
+        self.state = TauState(world, reference, gold_plan.expert_plan(path, gold), path, target)
         history = (config.initial_state or {}).get("message_history") or []
         self.state.transcript = [_clean(m) for m in history]
         last_agent = next(
@@ -320,6 +319,12 @@ class TauMockEnv(TauEnv):
     """tau2-bench mock (the domain tau2 tests its machinery with)."""
 
     default_suite: ClassVar[str | None] = "tooluse/mock"
+
+
+class TauTelecomEnv(TauEnv):
+    """tau2-bench telecom (dual control: the user acts on their own phone)."""
+
+    default_suite: ClassVar[str | None] = "tooluse/telecom-test"
 
 
 class TauBenchRetailEnv(TauEnv):

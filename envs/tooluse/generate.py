@@ -20,6 +20,7 @@ from typing import Any
 from agentgym.envs.tooluse.data import DATA, read_json, read_jsonl
 from agentgym.envs.tooluse.reward import gold_world, tau2_reward, tau_bench_reward
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold, from_tau2, from_tau_bench
+from agentgym.envs.tooluse.toolkit import ToolKind
 from agentgym.envs.tooluse.world import World, get_domain
 from agentgym.task import Task, write_tasks
 
@@ -28,6 +29,7 @@ ENV_IDS = {
     "retail": "agentgym/TauRetail-v0",
     "airline": "agentgym/TauAirline-v0",
     "mock": "agentgym/TauMock-v0",
+    "telecom": "agentgym/TauTelecom-v0",
     "tau_bench_retail": "agentgym/TauBenchRetail-v0",
 }
 INSTRUCTION = (
@@ -75,22 +77,34 @@ def tau2_suites(domain: str) -> dict[str, list[Task]]:
     """tau2-bench tasks of one domain, by split (the domain's ``split_tasks.json``)."""
     raw = {t["id"]: t for t in read_json(f"tau2/{domain}/tasks.json")}
     splits: dict[str, list[str]] = read_json(f"tau2/{domain}/split_tasks.json")
-    wanted = {"base": "mock"} if domain == "mock" else {"train": "train", "test": "test"}
+    wanted = WANTED_SPLITS.get(domain, {"train": "train", "test": "test"})
     suites = {}
     for split, suite in wanted.items():
         tasks = []
         for task_id in splits[split]:
             config, gold = from_tau2(raw[task_id], domain)
-            tags = ["tau2", domain, *([] if gold.actions is None else _write_tag(gold))]
+            tags = ["tau2", domain, *([] if gold.actions is None else _write_tag(gold, domain))]
             tasks.append(_task(f"tau2-{domain}-{task_id}", split, config, gold, tags))
         name = suite if domain == "mock" else f"{domain}-{suite}"
         suites[name] = tasks
     return suites
 
 
-def _write_tag(gold: TauGold) -> list[str]:
-    writes = {"cancel", "modify", "exchange", "return", "book", "update", "send", "create"}
-    has_write = any(a.name.split("_")[0] in writes for a in gold.actions or [])
+WANTED_SPLITS = {
+    "mock": {"base": "mock"},
+    "telecom": {"train": "train", "test": "test", "small": "small", "full": "full"},
+}
+"""Splits of ``split_tasks.json`` turned into suites, per domain (others: train and test)."""
+
+
+def _write_tag(gold: TauGold, domain: str = "retail") -> list[str]:
+    """``write`` when some gold action may change a database (either side), else ``read-only``."""
+    d = get_domain(domain)
+    kits = {"assistant": d.toolkit, "user": d.user_toolkit}
+    has_write = any(
+        (kit := kits[a.requestor]) is not None and kit.kind(a.name) == ToolKind.WRITE
+        for a in gold.actions or []
+    )
     return ["write" if has_write else "read-only"]
 
 
@@ -104,7 +118,7 @@ def tau_bench_suites() -> dict[str, list[Task]]:
             tags = [
                 "tau-bench",
                 "retail",
-                *_write_tag(gold),
+                *_write_tag(gold, "tau_bench_retail"),
                 *(["outputs"] if gold.outputs else []),
             ]
             tasks.append(_task(f"tau-bench-retail-{split}-{i:03d}", split, config, gold, tags))
@@ -179,6 +193,7 @@ def generate(out: Path) -> dict[str, Any]:
         **tau2_suites("retail"),
         **tau2_suites("airline"),
         **tau2_suites("mock"),
+        **tau2_suites("telecom"),
         **tau_bench_suites(),
     }
     files = {}
@@ -197,7 +212,7 @@ def generate(out: Path) -> dict[str, Any]:
         "suites": files,
         "inaction_succeeds": INACTION_NOTE,
         "sources": {
-            "tau2": "sierra-research/tau2-bench data/tau2/domains/{retail,airline,mock} (MIT, LICENSE-tau2)",
+            "tau2": "sierra-research/tau2-bench data/tau2/domains/{retail,airline,mock,telecom} (MIT, LICENSE-tau2)",
             "tau-bench": "sierra-research/tau-bench tau_bench/envs/retail (MIT, LICENSE-tau-bench)",
         },
     }

@@ -43,7 +43,7 @@ _WITHHELD = re.compile(
     re.I,
 )
 _PERSON = [
-    (r"\bYou name\b", "My name"),
+    (r"\bYou (name|mobile|phone|line)\b", r"My \1"),
     (r"\b[Yy]ou are\b", "I am"),
     (r"\b[Yy]ou were\b", "I was"),
     (r"\b[Yy]ou're\b", "I'm"),

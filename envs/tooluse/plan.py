@@ -4,8 +4,10 @@ A tau2 task's gold actions name their ``requestor``: the agent calls its tools, 
 the tools on its own device (telecom's phone, mock's notification inbox). The gold path is those
 actions in order, followed by a fix for every env assertion the gold actions leave false (a
 tool of the assertion's side that makes it hold, as the domain's toolkit declares in
-``assertion_fixes``). The expert plays the agent's part of it; the gold-path user plays its own
-part, each user action as soon as every agent action before it has been done.
+``assertion_fixes``). The expert plays the agent's part of it and asks the user for the user's
+part by the tools' names (as tau2's tech-support manual does); the gold-path user carries out
+each of its actions once every agent action before it is done and the agent has asked for it
+(named the tool, or said its words: "airplane mode" for ``toggle_airplane_mode``).
 
 The reference world the grader compares against stays tau2's: the gold actions replayed, no
 fixes (see ``reward.gold_world``).
@@ -13,26 +15,23 @@ fixes (see ``reward.gold_world``).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from agentgym.envs.tooluse.actions import format_call
 from agentgym.envs.tooluse.reward import assertion_met
-from agentgym.envs.tooluse.tasks import GoldAction, TauConfig, TauGold
-from agentgym.envs.tooluse.world import TERMINATE_TOOLS, Domain, Requestor, World
+from agentgym.envs.tooluse.tasks import GoldAction, TauGold
+from agentgym.envs.tooluse.world import TERMINATE_TOOLS, Requestor, World
 
 CLOSING = "Is there anything else I can help you with?"
 ASK_USER = "Please do the following on your side, then tell me what you see: {calls}."
 
 
-def gold_path(domain: Domain, config: TauConfig, gold: TauGold) -> tuple[list[GoldAction], World]:
-    """(the gold actions plus assertion fixes, the world both sides reach by following them)."""
-    world = World(domain)
-    world.apply_initial_state(config.initial_state)
+def gold_path(reference: World, gold: TauGold) -> tuple[list[GoldAction], World]:
+    """(the gold actions plus assertion fixes, the world both sides reach by following them),
+    from ``reference``: the fresh world with the gold actions replayed (left untouched)."""
+    world = copy.deepcopy(reference)
     path = list(gold.actions or [])
-    for action in path:
-        if domain.style == "tau_bench" and action.name in TERMINATE_TOOLS:
-            continue
-        world.call(action.name, action.arguments, action.requestor)
     for assertion in gold.env_assertions:
         if assertion_met(world, assertion):
             continue
@@ -86,3 +85,12 @@ def due_user_actions(
         elif seen >= performed and not any(action.matches(n, a) for n, a in agent_calls):
             break
     return due
+
+
+def asked_for(action: GoldAction, message: str) -> bool:
+    """Whether the agent's message asks for this user action: it names the tool, or says what
+    the tool acts on (the name without its verb: ``toggle_wifi_calling`` -> "wifi calling")."""
+    text = message.lower().replace("-", "")
+    name = action.name.lower()
+    words = name.split("_")
+    return name in text or (len(words) > 1 and " ".join(words[1:]) in text)

@@ -76,6 +76,10 @@ def to_json_str(resp: Any) -> str:
     return resp
 
 
+_TOOLS: dict[type, dict[str, Callable[..., Any]]] = {}
+"""Each toolkit class's tools, looked up once."""
+
+
 class Toolkit:
     """Base of every domain toolkit (tau2 style: tools are methods, results are dumped)."""
 
@@ -91,12 +95,14 @@ class Toolkit:
 
     @classmethod
     def tool_functions(cls) -> dict[str, Callable[..., Any]]:
-        """Every tool, by name, in the order of definition."""
-        return {
-            name: fn
-            for name, fn in inspect.getmembers(cls, inspect.isfunction)
-            if hasattr(fn, "_tool_kind")
-        }
+        """Every tool, by name (alphabetical), looked up once per class."""
+        if cls not in _TOOLS:
+            _TOOLS[cls] = {
+                name: fn
+                for name, fn in inspect.getmembers(cls, inspect.isfunction)
+                if hasattr(fn, "_tool_kind")
+            }
+        return _TOOLS[cls]
 
     @classmethod
     def kind(cls, name: str) -> ToolKind | None:

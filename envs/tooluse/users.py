@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentgym.envs.tooluse.data import read_text
-from agentgym.envs.tooluse.plan import due_user_actions
+from agentgym.envs.tooluse.plan import asked_for, due_user_actions
 from agentgym.envs.tooluse.tasks import GoldAction, TauConfig
 
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ class GoldUser:
     It follows tau2's protocol for users: it opens with its request only (``config.opening``),
     gives its identity (``config.known_info``) when asked, and never reveals the rest of its
     scenario. It plays its part of the gold path: each of its own gold tool calls (dual control)
-    as soon as every agent action before it has been done, then reports what it saw. It agrees to
+    once every agent action before it has been done and the agent asks for it (names the tool
+    or what it acts on), then reports what it saw. It agrees to
     every confirmation and says ``###STOP###`` as soon as the episode reaches the gold outcome
     and every required output has been told (so an expert replaying the gold actions ends the
     episode exactly as a satisfied tau-bench user would).
@@ -88,6 +89,8 @@ class GoldUser:
         performed = sum(len(m.get("tool_calls") or []) for m in history)
         seen = []
         for action in due_user_actions(ctx.path, ctx.calls, performed):
+            if first or not asked_for(action, agent_message):
+                break
             output = ctx.call_tool(action.name, action.arguments)
             history.append({"role": "assistant", "content": None, "tool_calls": [action.name]})
             seen.append(f"{action.name} gave: {output}")

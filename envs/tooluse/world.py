@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from agentgym.envs.tooluse import airline, mock, retail, retail_v1
+from agentgym.envs.tooluse import airline, mock, phone, retail, retail_v1, telecom
 from agentgym.envs.tooluse.data import read_text
-from agentgym.envs.tooluse.db import Database, Style
+from agentgym.envs.tooluse.db import Database, ModelDatabase, Style
 from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, ToolResult
 
 Requestor = Literal["assistant", "user"]
@@ -30,16 +30,21 @@ class Domain:
     name: str
     style: Style
     policy_file: str
-    database: Callable[[], Database]
+    database: Callable[[], Database | ModelDatabase]
     toolkit: type[Toolkit]
     record_models: dict[str, type[BaseModel]] = field(default_factory=dict)
-    user_database: Callable[[], Database] | None = None
+    user_database: Callable[[], Database | ModelDatabase] | None = None
     user_toolkit: type[Toolkit] | None = None
+    sync: Callable[[World], None] | None = None
+    """Runs after every tool call and set-up action (tau2's ``sync_tools``: telecom's phone
+    follows the carrier's records)."""
+    compose_policy: Callable[[], str] | None = None
+    """Builds the policy from several files (telecom: main policy + tech-support manual)."""
 
     @property
     def policy(self) -> str:
         """The agent policy (tau2 ``policy.md``, tau-bench ``wiki.md``)."""
-        return read_text(self.policy_file)
+        return self.compose_policy() if self.compose_policy else read_text(self.policy_file)
 
 
 DOMAINS: dict[str, Domain] = {
@@ -54,6 +59,10 @@ DOMAINS: dict[str, Domain] = {
     "mock": Domain(
         "mock", "tau2", "tau2/mock/policy.md", mock.database, mock.MockTools, mock.RECORD_MODELS,
         mock.user_database, mock.MockUserTools,
+    ),
+    "telecom": Domain(
+        "telecom", "tau2", "tau2/telecom/main_policy.md", telecom.database, telecom.TelecomTools,
+        {}, phone.user_database, phone.PhoneTools, telecom.sync, telecom.policy,
     ),
     "tau_bench_retail": Domain(
         "tau_bench_retail", "tau_bench", "tau_bench/retail/wiki.md", retail_v1.database,
@@ -111,7 +120,15 @@ class World:
         """A tool call as the benchmark answers it (``Error: ...`` on failure)."""
         if requestor == "user" and self.user_tools is None:
             return ToolResult("Error: User tools not available", True)
-        return self.toolkit(requestor).call(name, arguments)
+        result = self.toolkit(requestor).call(name, arguments)
+        if not result.error:
+            self.sync()
+        return result
+
+    def sync(self) -> None:
+        """Let the two sides catch up with each other (tau2's ``sync_tools``; most domains: no-op)."""
+        if self.domain.sync is not None:
+            self.domain.sync(self)
 
     def is_mutating(self, name: str, requestor: Requestor = "assistant") -> bool:
         """Whether the tool may change a database (unknown tools are assumed to, as tau2 does)."""
@@ -130,6 +147,10 @@ class World:
         db = self.db if requestor == "assistant" else self.user_db
         if db is None:
             raise ValueError("User database not available")
+        if isinstance(db, ModelDatabase):
+            model = db.peek()
+            db.data = type(model).model_validate(deep_merge(model.model_dump(), data))
+            return
         for table_name, records in data.items():
             table, model = db[table_name], self.domain.record_models[table_name]
             for key, update in records.items():
@@ -150,6 +171,7 @@ class World:
         for action in initial_state.get("initialization_actions") or []:
             requestor: Requestor = "user" if action.get("env_type") == "user" else "assistant"
             self.toolkit(requestor).run_function(action["func_name"], action.get("arguments", {}))
+            self.sync()
         for message in initial_state.get("message_history") or []:
             requestor = "user" if message.get("role") == "user" else "assistant"
             for call in message.get("tool_calls") or []:
@@ -157,6 +179,7 @@ class World:
                     continue  # tau2 replays a hallucinated tool as a no-op
                 if self.is_mutating(call["name"], requestor):
                     self.call(call["name"], call.get("arguments", {}), requestor)
+        self.sync()
 
     def run_assertion(self, assertion: dict[str, Any]) -> bool:
         """A tau2 env assertion on the final state (``assert_value`` defaults to True)."""

@@ -1,0 +1,173 @@
+"""TauTelecom-v0: tau2's telecom domain, the phone the user acts on, the suites, the expert."""
+
+import json
+
+import pytest
+
+import agentgym
+from agentgym.envs.tooluse import phone, telecom
+from agentgym.envs.tooluse.data import read_json
+from agentgym.envs.tooluse.generate import REPO_ROOT
+from agentgym.envs.tooluse.world import World, get_domain
+from agentgym.task import TaskSuite
+
+SETUP = {
+    "initialization_actions": [
+        {
+            "env_type": "user",
+            "func_name": "set_user_info",
+            "arguments": {"name": "John Smith", "phone_number": "555-123-2002"},
+        }
+    ]
+}
+ME = {"customer_id": "C1001", "line_id": "L1002"}
+
+
+def world(initial_state=SETUP):
+    w = World(get_domain("telecom"))
+    w.apply_initial_state(initial_state)
+    return w
+
+
+def user(w, name, **arguments):
+    return w.call(name, arguments, "user").output
+
+
+def test_tools_are_tau2s_thirteen_agent_and_thirty_phone_tools():
+    domain = get_domain("telecom")
+    assert len(domain.toolkit.schemas()) == 13 and len(domain.user_toolkit.schemas()) == 30
+    assert {"refuel_data", "enable_roaming", "send_payment_request"} <= set(
+        domain.toolkit.tool_functions()
+    )
+    assert {"toggle_airplane_mode", "reboot_device", "run_speed_test", "set_apn_settings"} <= set(
+        domain.user_toolkit.tool_functions()
+    )
+
+
+def test_phone_texts_and_network_follow_tau2():
+    w = world()
+    assert user(w, "check_status_bar") == "Status Bar: 📶³ Good | 5G | 📱 Data Enabled | 🔋 80%"
+    assert user(w, "run_speed_test") == (
+        "Speed Test Result: 220.00 Mbps (Excellent). Connection is very fast."
+    )
+    out = user(w, "toggle_airplane_mode")
+    assert out == "Airplane Mode is now ON.\nStatus Bar: ✈️ Airplane Mode | 🔋 80%"
+    assert user(w, "run_speed_test") == "Speed test failed: No Connection."
+    user(w, "toggle_airplane_mode")  # off again: a network search finds 5G, excellent signal
+    assert user(w, "run_speed_test").startswith("Speed Test Result: 275.00 Mbps (Excellent)")
+    user(w, "set_network_mode_preference", mode="2g_only")
+    assert user(w, "run_speed_test").startswith("Speed Test Result: 0.05 Mbps (Very Poor)")
+    bad = user(w, "set_network_mode_preference", mode="6g")
+    assert bad.startswith("Failed to set network mode: '6g' is not a valid option.")
+
+
+def test_apn_reset_applies_at_reboot_and_permissions_are_checked():
+    w = world()
+    w.toolkit("user").run_function("break_apn_mms_setting", {})
+    assert user(w, "can_send_mms") == "Your messaging app cannot send MMS messages."
+    user(w, "reset_apn_settings")
+    assert user(w, "can_send_mms") == "Your messaging app cannot send MMS messages."
+    assert user(w, "reboot_device").startswith("Resetting APN settings...\nRestarting network")
+    assert user(w, "can_send_mms") == "Your messaging app can send MMS messages."
+    assert user(w, "grant_app_permission", app_name="messaging", permission="camera").startswith(
+        "Error. Permission 'camera' not tracked for app 'messaging', available permissions: "
+        "['sms', 'storage', 'phone', 'network']"
+    )
+
+
+def test_the_phone_follows_the_carriers_records():
+    """tau2's sync_tools: roaming allowed, data allowance, line status, payment requests."""
+    w = world()
+    w.toolkit("user").run_function("set_user_location", {"abroad": True})
+    assert w.call("disable_roaming", ME).output == "Roaming disabled successfully"
+    assert not w.user_db.peek().surroundings.roaming_allowed
+    user(w, "toggle_roaming")
+    assert user(w, "run_speed_test") == "Speed test failed: No Connection."  # carrier: no roaming
+    assert w.call("enable_roaming", ME).output == "Roaming enabled successfully"
+    assert w.user_db.peek().surroundings.roaming_allowed
+    assert user(w, "run_speed_test").startswith("Speed Test Result:")
+    w.toolkit("assistant").run_function("set_data_usage", {**ME, "data_used_gb": 15.0})
+    w.sync()
+    assert w.user_db.peek().surroundings.mobile_data_usage_exceeded
+    refuel = json.loads(w.call("refuel_data", {**ME, "gb_amount": 2.0}).output)
+    assert refuel["message"] == "Successfully added 2.0 GB of data for line L1002 for $4.00"
+    assert not w.user_db.peek().surroundings.mobile_data_usage_exceeded
+    assert phone.base_user_db().surroundings.phone_number is None  # the shared base is untouched
+
+
+def test_a_payment_request_reaches_the_phone_and_the_payment_the_bill():
+    task = next(
+        t
+        for t in TaskSuite.load("tooluse/telecom-full")
+        if any(a["name"] == "make_payment" for a in t.gold.get("actions") or [])
+    )
+    w = world(task.config["initial_state"])
+    request = next(a for a in task.gold["actions"] if a["name"] == "send_payment_request")
+    bill_id = request["arguments"]["bill_id"]
+    overdue = next(b for b in w.db.peek().bills if b.bill_id == bill_id)
+    assert overdue.status == telecom.BillStatus.OVERDUE
+    assert user(w, "check_payment_request") == "No payment request has been made."
+    assert w.call("send_payment_request", request["arguments"]).output == (
+        f"Payment request sent to the customer for bill {bill_id}"
+    )
+    assert user(w, "check_payment_request") == (
+        f"You have a payment request for bill {overdue.bill_id} of {overdue.total_due} USD."
+    )
+    user(w, "make_payment")
+    bill = next(b for b in w.db.peek().bills if b.bill_id == overdue.bill_id)
+    assert bill.status == telecom.BillStatus.PAID
+    assert w.user_db.peek().surroundings.payment_request is None
+
+
+@pytest.mark.parametrize(
+    ("suite", "split", "size"),
+    [("telecom-test", "test", 40), ("telecom-train", "train", 74), ("telecom-small", "small", 20),
+     ("telecom-full", "full", 2285)],
+)  # fmt: skip
+def test_suites_are_tau2s_splits_generated_from_tasks_json(suite, split, size):
+    ids = read_json("tau2/telecom/split_tasks.json")[split]
+    tasks = TaskSuite.load(f"tooluse/{suite}")
+    assert len(tasks) == size == len(ids)
+    assert [t.id for t in tasks] == [f"tau2-telecom-{i}" for i in ids]
+    if split == "full":
+        assert len(read_json("tau2/telecom/tasks.json")) == size
+
+
+def test_on_the_gold_path_the_user_makes_its_own_gold_calls():
+    """The expert's reward 1 on every base task is tested in test_tooluse (TAU_ENVS)."""
+    env = agentgym.make("TauTelecom-v0")
+    for task in TaskSuite.load("tooluse/telecom-test"):
+        env.reset(seed=0, options={"task": task})
+        while not env.done:
+            env.step(env.expert_action())
+        wanted = [(a["name"], a.get("arguments", {})) for a in task.gold["actions"] or []
+                  if a.get("requestor") == "user"]  # fmt: skip
+        assert [(n, a) for n, a, side in env.state.calls if side == "user"] == wanted, task.id
+
+
+def test_the_user_acts_only_when_asked_and_nothing_is_solved_by_talking():
+    env = agentgym.make("TauTelecom-v0")
+    obs, info = env.reset(seed=0, options={"task": TaskSuite.load("tooluse/telecom-test").tasks[0]})
+    assert info["policy"].startswith("<main_policy>\n# Telecom Agent Policy")
+    assert "<tech_support_policy>" in info["policy"] and info["domain"] == "telecom"
+    assert len(info["tools"]) == 13  # the agent never sees the phone's tools
+    before = env.state.world.user_db.hash()
+    reply = env.step("Could you tell me your phone number?")[0]
+    assert reply.startswith("I am John Smith with phone number 555-123-2002")
+    assert env.step("Let me look into it.")[0] == "Okay. Is there anything else you need from me?"
+    assert env.state.world.user_db.hash() == before and not env.state.calls
+    first = env.state.path[0]
+    assert first.requestor == "user"  # this task's gold path starts on the phone
+    words = first.name.split("_", 1)[1].replace("_", " ")
+    reply = env.step(f"Please check your {words} setting and change it.")[0]
+    assert reply.startswith(f"Done. {first.name} gave: ")
+    assert env.state.calls == [(first.name, first.arguments, "user")]
+    assert env.state.world.user_db.hash() != before
+    _, reward, terminated, _, _ = env.step("###STOP###")
+    assert terminated and reward == 0.0
+
+
+def test_inaction_never_succeeds_in_telecom():
+    manifest = REPO_ROOT / "tasks" / "tooluse" / "manifest.json"
+    suites = json.loads(manifest.read_text())["suites"]
+    assert all(not suites[s]["inaction_succeeds"] for s in suites if s.startswith("telecom"))
