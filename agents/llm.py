@@ -261,13 +261,18 @@ def litellm_agent(arg: str, env: Any) -> ChatAgent:
 
 
 def hf_agent(arg: str, env: Any) -> Any:
-    """Entry point of ``--agent hf:PATH[?options]``; a PA-MoE checkpoint (``pa_moe.json``) loads
-    with its router and experts, so every trained checkpoint evaluates as ``hf:PATH``."""
-    path = arg.split("?", 1)[0]
-    if (Path(path) / "pa_moe.json").is_file():
-        from agentgym.agents.pa_moe import pa_moe_agent
+    """Entry point of ``--agent hf:PATH[?options]``. A routed policy's checkpoint (one holding
+    ``NAME.json`` for a policy registered as ``NAME`` in ``agentgym.policies``, e.g. PA-MoE's
+    ``pa_moe.json``) loads with the agent registered as ``NAME``, so every trained checkpoint
+    evaluates as ``hf:PATH``."""
+    from importlib.metadata import entry_points
 
-        return pa_moe_agent(path, env)
+    from agentgym.agent import agent_factory
+
+    path = arg.split("?", 1)[0]
+    for ep in entry_points(group="agentgym.policies"):
+        if (Path(path) / f"{ep.name}.json").is_file():
+            return agent_factory(f"{ep.name}:{path}")(env)
     return chat_agent(f"hf:{arg}", env)
 
 

@@ -196,7 +196,7 @@ def evaluate(trainer: Any, tasks: list[Task]) -> list[dict[str, Any]]:
 
 def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, Path]) -> dict:
     """SFT once, then every arm's GRPO from that checkpoint; held-out records of each stage."""
-    import agentgym.agents.pa_moe_train  # noqa: F401  (registers model.policy: pa_moe)
+    import agentgym.agents.pa_moe.train  # noqa: F401  (registers model.policy: pa_moe)
     from agentgym.train.trainer import Trainer
 
     demo = train_demo

@@ -7,7 +7,7 @@ import torch
 
 import agentgym
 from agentgym.agents import pa_moe as pm
-from agentgym.agents import pa_moe_train as pmt
+from agentgym.agents.pa_moe import train as pmt
 from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
 from agentgym.train.policy import load_model, load_tokenizer

@@ -13,7 +13,7 @@ pytest.importorskip("peft")
 
 import agentgym  # noqa: E402
 from agentgym.agents import pa_moe as pm  # noqa: E402
-from agentgym.agents import pa_moe_train as pmt  # noqa: E402  (registers model.policy: pa_moe)
+from agentgym.agents.pa_moe import train as pmt  # noqa: E402  (registers model.policy: pa_moe)
 from agentgym.llm.engine import LocalEngine  # noqa: E402
 from agentgym.rollout import rollout  # noqa: E402
 from agentgym.task import TaskSuite, write_tasks  # noqa: E402

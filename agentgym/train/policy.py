@@ -268,7 +268,9 @@ class RoutedPolicy(Protocol):
         ...
 
     def save(self, directory: Path) -> None:
-        """Write what an agent spec needs besides the adapters (router, config)."""
+        """Write what an agent spec needs besides the adapters (router, config), including
+        ``NAME.json`` for the policy registered as ``NAME``: ``hf:DIRECTORY`` then loads the
+        checkpoint with the agent registered under the same name."""
         ...
 
 

@@ -16,10 +16,10 @@ geometrically from ``tau_start`` to ``tau_end``), the gate decision is sampled f
 transition probability, and both get REINFORCE with the step advantage minus
 ``switch_penalty * 1[e_t != e_{t-1}]`` (``router_loss``). Experts get the policy gradient of
 their own steps (``expert_loss``). Both, and the trainer hook below, live in
-:mod:`agentgym.agents.pa_moe_train`.
+:mod:`agentgym.agents.pa_moe.train`.
 
 Training through ``agentgym train`` (``model.policy: pa_moe``, options = :class:`PAMoEConfig`;
-:func:`~agentgym.agents.pa_moe_train.trainer_policy`): at rollout every step of every episode is routed first (Gumbel sample at
+:func:`~agentgym.agents.pa_moe.train.trainer_policy`): at rollout every step of every episode is routed first (Gumbel sample at
 the step's annealed temperature, gate sampled), the episodes routed to one expert generate
 together under its adapter, and each turn keeps its :class:`Route`. The update computes every
 action's logprobs under the adapter that sampled it (:class:`RoutedLM`: one forward per expert
