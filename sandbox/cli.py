@@ -95,9 +95,11 @@ def cleanup(
         float | None, typer.Option(help="Also remove containers older than this many seconds")
     ] = None,
 ) -> None:
-    """Remove sandbox containers whose owner process died (leaked by a crash or kill -9)."""
-    from agentgym.sandbox.reaper import reap_orphans
+    """Remove sandbox containers and local folders whose owner process died (crash, kill -9)."""
+    from agentgym.sandbox.reaper import reap_local_folders, reap_orphans
 
+    for folder in reap_local_folders():
+        console.print(f"removed {folder} (owner process is gone)", highlight=False)
     removed = reap_orphans(_client(), everything=all_, older_than_s=older_than)
     for r in removed:
         console.print(

@@ -30,6 +30,8 @@ from agentgym.sandbox.base import (
 )
 from agentgym.sandbox.channel import Channel
 
+WRITE_CHUNK = 1 << 20
+"""Bytes of a file per ``write`` message."""
 ERRORS: dict[str, type[Exception]] = {
     e.__name__: e
     for e in (
@@ -187,8 +189,13 @@ class ServerSandbox(Sandbox):
         return data.decode("utf-8") if text else data
 
     def write_file(self, path: str, contents: str | bytes) -> None:
+        """Send the file in chunks of ``WRITE_CHUNK`` bytes: one message of a 200 MB file (base64,
+        decoded once more inside) took a 1 GB container past its memory limit. A file larger
+        than the free space is an ``OSError`` naming the cap; the sandbox stays usable."""
         data = contents.encode("utf-8") if isinstance(contents, str) else contents
-        self.request("write", 120.0, path=path, data=base64.b64encode(data).decode())
+        for start in range(0, max(len(data), 1), WRITE_CHUNK):
+            chunk = base64.b64encode(data[start : start + WRITE_CHUNK]).decode()
+            self.request("write", 120.0, path=path, data=chunk, append=start > 0, size=len(data))
 
     def reset(self) -> None:
         """Kill every command's processes and empty the writable folders (warm-pool reuse)."""

@@ -12,6 +12,9 @@ IMAGE = "agentgym-sandbox:latest"
 """The image ``agentgym sandbox build`` makes (python3, git, pytest, the agentgym worker code)."""
 LABEL = "agentgym.sandbox"
 """Every container we start carries this label; ``cleanup`` and the reaper look only at those."""
+SCRATCH_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
+"""Every writable place of a sandbox besides its workdir (private, size-capped tmpfs; POSIX
+message queues): a reset empties them all, as it removes the System V IPC objects."""
 SIZE_RE = re.compile(r"^\d+[kmg]?$", re.IGNORECASE)
 
 
@@ -36,6 +39,8 @@ class SandboxConfig(BaseModel):
     """Size of the workdir tmpfs (stops disk fillers)."""
     tmp_size: str = "64m"
     """Size of the ``/tmp`` tmpfs."""
+    shm_size: str = "16m"
+    """Size of the sandbox's private ``/dev/shm`` (the rest of ``/dev`` is read-only)."""
     user: str = "1000:1000"
     """uid:gid the commands run as (never root)."""
     max_output: int = Field(default=DEFAULT_MAX_OUTPUT, ge=1024)
@@ -45,7 +50,7 @@ class SandboxConfig(BaseModel):
     start_timeout: float = Field(default=60.0, gt=0)
     """Seconds to wait for a new sandbox's server to say it is ready."""
 
-    @field_validator("memory", "workdir_size", "tmp_size")
+    @field_validator("memory", "workdir_size", "tmp_size", "shm_size")
     @classmethod
     def _size(cls, v: str) -> str:
         if not SIZE_RE.match(v):

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from agentgym.sandbox.base import SandboxError
 from agentgym.sandbox.channel import AttachChannel
 from agentgym.sandbox.client import ServerSandbox, server_command, server_source_line
-from agentgym.sandbox.config import LABEL, SandboxConfig
+from agentgym.sandbox.config import LABEL, SCRATCH_DIRS, SandboxConfig
 from agentgym.sandbox.reaper import OWNER_LABEL, owner_id, reap_orphans
 
 T = TypeVar("T")
@@ -121,7 +121,7 @@ class DockerProvider:
 
     def server_command(self) -> list[str]:
         """The command server, its workdir, and the scratch folders ``reset`` empties."""
-        return server_command("python3", [self.config.workdir, "--own-pidns", "/tmp", "/dev/shm"])
+        return server_command("python3", [self.config.workdir, "--own-pidns", *SCRATCH_DIRS])
 
     def spawn(self, command: list[str]) -> tuple[AttachChannel, str]:
         """Start a locked-down container running ``command``; return its attached streams and id.
@@ -157,7 +157,7 @@ class DockerProvider:
                 cfg.workdir: f"size={cfg.workdir_size},{tmpfs_opts}",
                 "/tmp": f"size={cfg.tmp_size},mode=1777,exec",
             },
-            shm_size="16m",
+            shm_size=cfg.shm_size,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             init=True,

@@ -3,7 +3,9 @@
 ``bwrap`` gives each sandbox new user, PID, network, IPC, UTS and mount namespaces: no network
 (unless the config opts in), the host's system folders (``/usr``, the libraries, a few files of
 ``/etc``) and this Python's installation mounted read-only, everything else of the host invisible,
-size-capped tmpfs for the workdir and ``/tmp``, commands running as uid 1000, and the sandbox
+size-capped tmpfs for the workdir, ``/tmp`` and a private ``/dev/shm``, a minimal read-only
+``/dev`` (null, zero, random, tty...) with its own message-queue mount, commands running as uid
+1000, and the sandbox
 killed with its parent (``--die-with-parent``). There are no cgroup limits: memory and process
 counts are the docker provider's job (the workdir and ``/tmp`` sizes still cap disk use).
 
@@ -26,7 +28,8 @@ from pathlib import Path
 from agentgym.sandbox.base import SandboxError
 from agentgym.sandbox.channel import ProcessChannel
 from agentgym.sandbox.client import ServerSandbox, server_command, server_source_line
-from agentgym.sandbox.config import SandboxConfig, size_bytes
+from agentgym.sandbox.config import SCRATCH_DIRS, SandboxConfig, size_bytes
+from agentgym.sandbox.reaper import local_folder_prefix, reap_local_folders
 
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"]
 ETC_FILES = [
@@ -85,7 +88,8 @@ class LocalProvider:
                 "bubblewrap is not usable here (install it: apt-get install -y bubblewrap); "
                 "pass allow_unsafe=True to run commands without isolation"
             )
-        self._etc = Path(tempfile.mkdtemp(prefix="agentgym-bwrap-etc-"))
+        reap_local_folders()  # of owners killed with -9
+        self._etc = Path(tempfile.mkdtemp(prefix=local_folder_prefix()))
         self._write_etc()
         self.live: dict[str, ServerSandbox] = {}
         self._procs: dict[str, ProcessChannel] = {}
@@ -115,7 +119,10 @@ class LocalProvider:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         for name in ("passwd", "group", "gitconfig", "hostname"):
             argv += ["--ro-bind", str(self._etc / name), f"/etc/{name}"]
-        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += ["--proc", "/proc", "--dev", "/dev"]  # a minimal /dev: null, zero, tty, random...
+        argv += ["--size", str(size_bytes(cfg.shm_size)), "--perms", "1777", "--tmpfs", "/dev/shm"]
+        argv += ["--mqueue", "/dev/mqueue"]  # the IPC namespace's own queues, emptied by reset
+        argv += ["--remount-ro", "/dev"]  # /dev/shm and /dev/mqueue stay writable, nothing else
         argv += ["--size", str(size_bytes(cfg.tmp_size)), "--perms", "1777", "--tmpfs", "/tmp"]
         argv += [
             "--size",
@@ -150,7 +157,7 @@ class LocalProvider:
         mounts = {os.path.realpath(p) for p in paths} | {str(d) for d in package_dirs().values()}
         binds = [a for p in sorted(mounts) if not _under_system(p) for a in ("--ro-bind", p, p)]
         argv = self.bwrap_argv(command)
-        at = argv.index("--remount-ro")
+        at = next(i for i, a in enumerate(argv) if a == "--remount-ro" and argv[i + 1] == "/")
         argv[at:at] = [*binds, "--setenv", "PYTHONPATH", os.pathsep.join(paths)]
         channel = ProcessChannel(argv)
         handle = str(channel.proc.pid)
@@ -168,7 +175,7 @@ class LocalProvider:
         """Start a sandbox (bubblewrap, or the unsafe fallback) and wait for its server."""
         cfg = self.config
         if self.isolated:
-            server = server_command(sys.executable, [cfg.workdir, "--own-pidns", "/tmp"])
+            server = server_command(sys.executable, [cfg.workdir, "--own-pidns", *SCRATCH_DIRS])
             channel, workdir, scratch = ProcessChannel(self.bwrap_argv(server)), cfg.workdir, None
         else:
             warnings.warn(

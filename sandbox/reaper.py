@@ -1,16 +1,22 @@
-"""Finding and removing sandbox containers whose owner process is gone.
+"""Finding and removing sandbox leftovers whose owner process is gone.
 
 Every container carries ``agentgym.sandbox=1`` and ``agentgym.owner=<host>:<pid>:<start ticks>``.
 The start time makes a recycled pid harmless: a container belongs to a live owner only if a
-process with that pid exists *and* started at that moment.
+process with that pid exists *and* started at that moment. The local provider's ``/etc`` folders
+(``agentgym-bwrap-etc-<pid>-<start ticks>-*`` in the temporary folder) name their owner the same
+way; an owner killed with -9 never removes them, so the next provider does.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentgym.sandbox.config import LABEL
@@ -30,6 +36,32 @@ def owner_id(pid: int | None = None) -> str:
     """This process as a container owner: host, pid and the pid's start time."""
     pid = os.getpid() if pid is None else pid
     return f"{socket.gethostname()}:{pid}:{_start_ticks(pid)}"
+
+
+ETC_PREFIX = "agentgym-bwrap-etc-"
+_ETC_OWNER = re.compile(rf"^{ETC_PREFIX}(\d+)-(\d+)-")
+
+
+def local_folder_prefix() -> str:
+    """Prefix of a local provider's ``/etc`` folder: this process as its owner."""
+    pid = os.getpid()
+    return f"{ETC_PREFIX}{pid}-{_start_ticks(pid)}-"
+
+
+def reap_local_folders(tmp: str | None = None) -> list[Path]:
+    """Remove local-provider folders whose owner process is gone; returns those removed.
+
+    Folders without an owner in their name (older versions) are left alone: nothing says whose.
+    """
+    removed = []
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{ETC_PREFIX}*"):
+        match = _ETC_OWNER.match(folder.name)
+        if match is None or _start_ticks(int(match[1])) == match[2]:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
 
 
 def owner_alive(owner: str) -> bool | None:

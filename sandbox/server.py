@@ -11,8 +11,9 @@ Requests: ``{"id": n, "op": "exec"|"read"|"write"|"reset"|"ping", ...}``; replie
 "message": ...}``. Requests run concurrently (one thread each). Binary data travels as base64.
 
 Usage: ``python3 server.py WORKDIR [--own-pidns] [SCRATCH_DIR ...]``. With ``--own-pidns`` (the
-sandbox has its own PID namespace) ``reset`` kills every process but this one and PID 1; without
-it, only the processes of sessions this server started.
+sandbox has its own PID and IPC namespaces) ``reset`` kills every process but this one and PID 1
+and removes the System V IPC objects; without it, only the processes of sessions this server
+started. Every reset empties the workdir and the scratch folders.
 """
 
 import base64
@@ -143,12 +144,25 @@ class Server:
             return {"data": base64.b64encode(fh.read(limit + 1)[:limit]).decode()}
 
     def op_write(self, req):
+        """One chunk of a file: the first (``size``: the whole file's bytes) creates it, the
+        others (``append``) extend it. A file that does not fit is refused before anything is
+        written, or removed if the space runs out on the way: the sandbox lives on."""
         path = self.path(req["path"])
         if os.path.isdir(path):
             raise OpError("IsADirectoryError", f"{path} is a directory")
-        os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(base64.b64decode(req["data"]))
+        folder = os.path.dirname(path) or "/"
+        os.makedirs(folder, exist_ok=True)
+        if not req.get("append"):
+            check_space(path, int(req.get("size") or 0))
+        try:
+            with open(path, "ab" if req.get("append") else "wb") as fh:
+                fh.write(base64.b64decode(req["data"]))
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                raise
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise OpError("OSError", f"{path}: no space left ({e.strerror}); removed") from None
         return {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -169,6 +183,8 @@ class Server:
             signal_all(doomed, signal.SIGKILL)
             time.sleep(0.01)
         self.sessions.clear()
+        if self.own_pidns:  # own IPC namespace too: System V segments outlive their processes
+            remove_ipc()
         for d in [self.workdir] + self.scratch:
             empty_dir(d)
         return {"left": sorted(os.listdir(self.workdir))}
@@ -267,6 +283,28 @@ def signal_all(pids, sig):
     for p in pids:
         with contextlib.suppress(OSError):
             os.kill(p, sig)
+
+
+def check_space(path, size):
+    """Refuse a file larger than the free space where it goes (the sandbox's size caps)."""
+    with contextlib.suppress(OSError):
+        st = os.statvfs(os.path.dirname(path) or "/")
+        free = st.f_bavail * st.f_frsize
+        with contextlib.suppress(OSError):
+            free += os.path.getsize(path)  # overwritten
+        if size > free:
+            raise OpError(
+                "OSError",
+                f"{path}: {size} bytes do not fit; {free} bytes are free there "
+                f"(the folder is a size-capped tmpfs of {st.f_blocks * st.f_frsize} bytes)",
+            )
+
+
+def remove_ipc():
+    """Remove every System V shared memory segment, queue and semaphore set we may remove."""
+    ipcrm = shutil.which("ipcrm", path="/usr/bin:/bin")
+    if ipcrm:
+        subprocess.run([ipcrm, "--all"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def empty_dir(d):

@@ -255,3 +255,74 @@ def test_a_hanging_agent_call_ends_the_episode_as_limit():
     finally:
         release.set()
         env.close()
+
+
+# ---------------------------------------------------------------------------- sandbox leaks
+WRITABLE = (  # folders where a file can be created (devpts passes -writable, refuses files)
+    "find / \\( -path /proc -o -path /sys \\) -prune -o -writable -type d -print 2>/dev/null |"
+    ' while read d; do touch "$d/.probe" 2>/dev/null && rm "$d/.probe" && echo "$d"; done'
+)
+LEAVE = (
+    "for d in /work /tmp /dev/shm; do echo secret > $d/leak; done; touch /dev/mqueue/leak; "
+    "ipcmk -M 4096 >/dev/null; ipcs -m | grep -c '^0x'"
+)
+LOOK = "ls -A /work /tmp /dev/shm /dev/mqueue | grep -c leak; ipcs -m | grep -c '^0x'"
+
+
+def _pool(provider: str, **config):
+    from agentgym.sandbox import SandboxConfig, SandboxPool, get_provider
+    from agentgym.sandbox.testing import require_docker
+
+    if provider == "docker":
+        require_docker()
+    elif not bwrap_works():
+        pytest.skip("bubblewrap is not usable here")
+    return SandboxPool(get_provider(provider, SandboxConfig(**config)), size=1).start()
+
+
+@pytest.mark.parametrize("provider", ["docker", "local"])
+def test_a_reset_clears_every_writable_place_and_dev_shm_is_capped(provider):
+    with _pool(provider) as pool:
+        with pool.acquire() as first:
+            writable = first.exec(["sh", "-c", WRITABLE]).stdout.split()
+            assert set(writable) <= {"/work", "/tmp", "/dev/shm", "/dev/mqueue"}, writable
+            assert first.exec(["sh", "-c", "touch /dev/x"]).returncode != 0  # /dev is read-only
+            fill = first.exec(["sh", "-c", "head -c 40000000 /dev/zero > /dev/shm/fill"])
+            assert fill.returncode != 0 and "No space left" in fill.stderr  # 16m, not the host's
+            assert first.exec(["sh", "-c", LEAVE]).stdout.split() == ["1"]
+            handle = first._inner.handle
+        with pool.acquire() as second:  # the same sandbox, reset
+            assert second._inner.handle == handle
+            assert second.exec(["sh", "-c", LOOK]).stdout.split() == ["0", "0"]
+
+
+@pytest.mark.parametrize("provider", ["docker", "local"])
+def test_write_file_streams_and_a_file_past_the_cap_is_a_clear_error(provider):
+    with _pool(provider) as pool, pool.acquire() as box:
+        box.write_file("big", b"x" * (200 << 20))  # one message of it OOM-killed docker (1 GB)
+        assert box.exec(["stat", "-c", "%s", "big"]).stdout.strip() == str(200 << 20)
+        with pytest.raises(OSError, match=r"do not fit; \d+ bytes are free.*size-capped tmpfs"):
+            box.write_file("more", b"y" * (100 << 20))
+        assert box.exec(["ls"]).stdout.split() == ["big"]  # nothing half-written; still alive
+
+
+def test_the_reaper_removes_local_folders_of_owners_killed_with_9(tmp_path):
+    if not bwrap_works():
+        pytest.skip("bubblewrap is not usable here")
+    from agentgym.sandbox.local import LocalProvider
+
+    script = (
+        "import sys, time\nfrom agentgym.sandbox.local import LocalProvider\n"
+        "a, b = LocalProvider(), LocalProvider()\nprint(a._etc, b._etc, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    folders = [Path(p) for p in child.stdout.readline().split()]
+    child.kill()  # SIGKILL: no atexit
+    child.wait()
+    assert len(folders) == 2 and all(f.is_dir() for f in folders)
+    mine = LocalProvider()  # a new provider reaps what dead owners left
+    try:
+        assert not any(f.exists() for f in folders) and mine._etc.is_dir()
+    finally:
+        mine.close_all()
