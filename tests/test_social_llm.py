@@ -101,7 +101,8 @@ def test_env_with_llm_partner_and_judge_through_scripted_client(hard_config, mon
     obs, info = env.reset(seed=0, options={"task": task})
     obs, reward, terminated, truncated, info = env.step("speak: I need to tell you something.")
     assert terminated and info["evaluation"]["scores"]["goal"] == 5.0
-    assert reward == info["score"] == pytest.approx(4 / 7)  # (.5 x5 + .75 x2) / 7
+    assert reward == info["score"] == 0.5  # the goal score on 0..1
+    assert info["evaluation"]["normalized"] == pytest.approx(4 / 7)  # (.5 x5 + .75 x2) / 7
     assert info["success"]
 
 
@@ -119,3 +120,29 @@ def test_llm_partner_and_judge_against_a_served_model(served, hard_config):
     assert state.turn == 2 and state.events[1].seat == 1
     with pytest.raises(JudgeError):
         LLMJudge(client, max_tries=1, max_tokens=16).evaluate(hard_config, state)
+
+
+def test_dims_protocol_asks_one_integer_per_agent_and_dimension(hard_config):
+    """The small-model protocol: 14 short prompts, each one dimension's rubric and range; a
+    reply out of range is asked again with the problem named."""
+    from agentgym.envs.social.llm_judge import parse_dimension
+
+    def reply(request):
+        prompt = request.messages[0]["content"]
+        dim = next(d for d in DIMENSIONS if f"on {d}:" in prompt)
+        if len(request.messages) == 1 and dim == "goal":
+            return "42"  # out of 0..10: asked again
+        return f"{DIMENSIONS[dim][0]:g} because"
+
+    client = ScriptedClient(reply)
+    first, second = LLMJudge(client, protocol="dims").evaluate(hard_config, _state(hard_config))
+    assert first.scores == {d: lo for d, (lo, _) in DIMENSIONS.items()} == second.scores
+    assert len(client.requests) == 14 + 2  # the two goal prompts were asked twice
+    retried = [r for r in client.requests if len(r.messages) == 3]
+    assert "goal: 42 is outside 0..10" in retried[0].messages[-1]["content"]
+    assert all(r.max_tokens == 8 for r in client.requests)
+    assert hard_config.agents[0].secret in client.requests[0].messages[0]["content"]
+    with pytest.raises(ValueError, match="has no integer"):
+        parse_dimension("high", "goal")
+    with pytest.raises(ValueError, match="allowed: json, dims"):
+        LLMJudge(client, protocol="xml")

@@ -54,7 +54,9 @@ def make_partner(spec: str, model: str | None = None) -> Partner:
 
 
 def make_judge(spec: str, config: SocialConfig, model: str | None = None) -> Judge:
-    """``rule``, ``llm[:MODEL_SPEC]``, or ``auto`` (rule where the deal is verifiable, else llm)."""
+    """``rule``, ``llm[:MODEL_SPEC]``, ``llm-dims[:MODEL_SPEC]``, or ``auto`` (rule where the deal
+    is verifiable, else llm). ``llm`` asks for Sotopia's JSON; ``llm-dims`` asks one integer per
+    dimension (small models), which the embedded default model always gets."""
     from agentgym.llm.factory import make_client
 
     if spec == "auto":
@@ -66,6 +68,13 @@ def make_judge(spec: str, config: SocialConfig, model: str | None = None) -> Jud
                 f"{config.codename!r} ({config.source}) needs judge='llm' and a model"
             )
         return RuleJudge()
-    if spec.partition(":")[0] == "llm":
-        return LLMJudge(make_client(model_spec(spec, model)))
-    raise ValueError(f"unknown judge {spec!r}; allowed: auto, rule, llm[:MODEL_SPEC]")
+    kind = spec.partition(":")[0]
+    if kind in ("llm", "llm-dims"):
+        from agentgym.llm.models import DEFAULT_MODEL
+
+        chosen = model_spec(spec, model)
+        small = kind == "llm-dims" or chosen.partition("?")[0] == f"hf:{DEFAULT_MODEL}"
+        return LLMJudge(make_client(chosen), protocol="dims" if small else "json")
+    raise ValueError(
+        f"unknown judge {spec!r}; allowed: auto, rule, llm[:MODEL_SPEC], llm-dims[:MODEL_SPEC]"
+    )

@@ -1,17 +1,26 @@
-"""Sotopia-style LLM judge: the seven-dimension rubric, one call per evaluation, strict parsing.
+"""Sotopia-style LLM judge: the seven-dimension rubric, strict parsing, two protocols.
 
-The prompt gives the judge both backgrounds (goals and secrets included) and the conversation, and
-asks for one JSON object ``{"agent_1_evaluation": {DIM: [reasoning, score], ...},
-"agent_2_evaluation": {...}}`` as Sotopia's ``EvaluationForTwoAgents`` does. A reply that does not
-parse, misses a dimension or leaves a range is retried; when every try fails the judge raises
-:class:`JudgeError` (recorded as an error on the episode, never a silent score of 0).
+The prompt gives the judge both backgrounds (goals and secrets included) and the conversation.
+
+- ``json`` (Sotopia's): one call per evaluation asks for one JSON object
+  ``{"agent_1_evaluation": {DIM: [reasoning, score], ...}, "agent_2_evaluation": {...}}`` as
+  Sotopia's ``EvaluationForTwoAgents`` does.
+- ``dims`` (for small models, which do not write that JSON): one short call per agent and
+  dimension, with that dimension's rubric, answered by one integer in its range. The 14 calls go
+  out together, so a local engine batches them and shares their common prompt prefix.
+
+A reply that does not parse, misses a dimension or leaves a range is retried; when every try fails
+the judge raises :class:`JudgeError` (recorded as an error on the episode, never a silent score
+of 0).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -20,6 +29,8 @@ from agentgym.envs.social.game import GameState
 from agentgym.envs.social.judge import DIMENSIONS, Evaluation, JudgeError
 from agentgym.envs.social.prompt import transcript
 from agentgym.llm.base import ChatClient, ChatRequest
+
+T = TypeVar("T")
 
 RUBRIC: dict[str, str] = {
     "believability": (
@@ -63,23 +74,29 @@ RUBRIC: dict[str, str] = {
 ``SotopiaDimensions`` field descriptions)."""
 
 
+def _context(config: SocialConfig, state: GameState) -> list[str]:
+    """Scenario, both people (goals and secrets included) and the conversation so far."""
+    people = [
+        f"Agent {seat + 1}: {agent.name}\nBackground: {agent.self_description()}\n"
+        f"Social goal: {config.goals[seat]}"
+        for seat, agent in enumerate(config.agents)
+    ]
+    return [
+        f"Scenario: {config.scenario}\nRelationship: {RELATIONSHIPS[config.relationship]}",
+        *people,
+        f"Conversation:\n{transcript(config, state)}",
+    ]
+
+
 def judge_prompt(config: SocialConfig, state: GameState) -> str:
-    """The full judging prompt for an episode so far."""
-    people = []
-    for seat, agent in enumerate(config.agents):
-        people.append(
-            f"Agent {seat + 1}: {agent.name}\nBackground: {agent.self_description()}\n"
-            f"Social goal: {config.goals[seat]}"
-        )
+    """The full judging prompt for an episode so far (``json`` protocol)."""
     rubric = "\n".join(
         f"- {dim} ({lo:g}..{hi:g}): {RUBRIC[dim]}" for dim, (lo, hi) in DIMENSIONS.items()
     )
     example = {dim: ["reasoning ...", int(hi)] for dim, (_, hi) in DIMENSIONS.items()}
     return "\n\n".join(
         [
-            f"Scenario: {config.scenario}\nRelationship: {RELATIONSHIPS[config.relationship]}",
-            *people,
-            f"Conversation:\n{transcript(config, state)}",
+            *_context(config, state),
             "Based on the interaction so far, evaluate how well each participant achieves their "
             f"goals, on these dimensions:\n{rubric}",
             "Reply with one JSON object and nothing else, in this format:\n"
@@ -134,23 +151,87 @@ def _score(value: Any, where: str) -> tuple[str, float]:
     return str(reasoning), float(score)
 
 
-class LLMJudge:
-    """Scores both agents with a chat model through agentgym's LLM layer."""
+def dimension_prompt(config: SocialConfig, state: GameState, seat: int, dim: str) -> str:
+    """The ``dims`` protocol's prompt: one agent, one dimension, one integer."""
+    lo, hi = DIMENSIONS[dim]
+    name = config.agents[seat].name
+    return "\n\n".join(
+        [
+            *_context(config, state),
+            f"Evaluate {name} (Agent {seat + 1}) on {dim}: {RUBRIC[dim]}",
+            f"Answer with one integer from {lo:g} to {hi:g} and nothing else.",
+        ]
+    )
 
-    def __init__(self, client: ChatClient, max_tries: int = 3, max_tokens: int = 2048) -> None:
+
+def parse_dimension(text: str, dim: str) -> float:
+    """The first integer of the reply, if it lies in ``dim``'s range; else ``ValueError``."""
+    found = re.search(r"[-+]?\d+", text)
+    if found is None:
+        raise ValueError(f"{dim}: the reply has no integer")
+    lo, hi = DIMENSIONS[dim]
+    value = float(found.group())
+    if not lo <= value <= hi:
+        raise ValueError(f"{dim}: {value:g} is outside {lo:g}..{hi:g}")
+    return value
+
+
+PROTOCOLS = ("json", "dims")
+
+
+class LLMJudge:
+    """Scores both agents with a chat model through agentgym's LLM layer (``protocol``: ``json``,
+    Sotopia's one JSON object, or ``dims``, one integer per agent and dimension)."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        max_tries: int = 3,
+        max_tokens: int | None = None,
+        protocol: str = "json",
+    ) -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"judge protocol {protocol!r}; allowed: {', '.join(PROTOCOLS)}")
         self.client = client
         self.max_tries = max_tries
-        self.max_tokens = max_tokens
+        self.protocol = protocol
+        self.max_tokens = max_tokens or (2048 if protocol == "json" else 8)
 
     def evaluate(self, config: SocialConfig, state: GameState) -> list[Evaluation]:
-        messages = [{"role": "user", "content": judge_prompt(config, state)}]
+        if self.protocol == "dims":
+            return self._by_dimension(config, state)
+        return self._ask(judge_prompt(config, state), parse_judgement, "the JSON object")
+
+    def _by_dimension(self, config: SocialConfig, state: GameState) -> list[Evaluation]:
+        jobs = [(seat, dim) for seat in range(len(config.agents)) for dim in DIMENSIONS]
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:  # one batch on a local engine
+            scores = list(
+                pool.map(
+                    lambda job: self._ask(
+                        dimension_prompt(config, state, *job),
+                        lambda text, dim=job[1]: parse_dimension(text, dim),
+                        "one integer",
+                    ),
+                    jobs,
+                )
+            )
+        return [
+            Evaluation(
+                scores={dim: scores[i * len(DIMENSIONS) + j] for j, dim in enumerate(DIMENSIONS)}
+            )
+            for i in range(len(config.agents))
+        ]
+
+    def _ask(self, prompt: str, parse: Callable[[str], T], what: str) -> T:
+        """``parse`` of the reply, asking again (with the problem named) up to ``max_tries``."""
+        messages = [{"role": "user", "content": prompt}]
         problems = []
         for _ in range(self.max_tries):
             reply = self.client.complete(
                 ChatRequest(messages=messages, temperature=0.0, max_tokens=self.max_tokens)
             ).text
             try:
-                return parse_judgement(reply)
+                return parse(reply)
             except ValueError as e:  # pydantic's ValidationError is a ValueError too
                 problems.append(str(e).splitlines()[0])
                 messages = [
@@ -158,7 +239,7 @@ class LLMJudge:
                     {"role": "assistant", "content": reply},
                     {
                         "role": "user",
-                        "content": f"That reply is invalid: {problems[-1]}. Reply again with the JSON object only.",
+                        "content": f"That reply is invalid: {problems[-1]}. Reply again with {what} only.",
                     },
                 ]
         raise JudgeError(
