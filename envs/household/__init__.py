@@ -39,34 +39,46 @@ Importers              :func:`from_transcript` (a task from a transcript of the 
                        (ALFWorld's ``initial_state.pddl`` + ``traj_data.json``)
 Data                   ALFRED floor plans and ALFWorld's PDDL domain, grammar and type tables
                        (MIT, ``data/LICENSE-alfworld``); ``data/layouts.json`` holds the 120
-                       floor plans' receptacles and object types
+                       floor plans' receptacles, shared locations and object types
 Regenerate             ``python -m agentgym.envs.household.layouts --data ../shared/data`` then
                        ``python -m agentgym.envs.household.generate``
 =====================  =========================================================================
 
 Config (``Task.config``, :class:`HouseholdConfig`): ``task_type``, ``object``, ``receptacle`` or
 ``lamp``, the scene (``floorplan`` or ``receptacles``; ``contents``; optional ``floor``,
-``start``, ``allow``), ``max_turns`` and the text style of the game version (``arrive``:
-``none``/``name``/``loc``; ``intro``: ``react``/``raw``; ``put_verb``: ``put``/``move``).
-The scene encoding is the game's own naming, e.g. ``"countertop 1: apple 1, knife 2; fridge 1:
-egg 1"``; ``*`` after a receptacle name marks it openable (all start closed).
+``start``, ``allow``, ``shared``), ``max_turns`` and the text style of the game version
+(``arrive``: ``none``/``name``/``loc``; ``intro``: ``react``/``raw``; ``put_verb``:
+``put``/``move``). The scene encoding is the game's own naming, e.g. ``"countertop 1: apple 1,
+knife 2; fridge 1: egg 1"``; ``*`` after a receptacle name marks it openable (all start closed).
+
+Locations are ALFWorld's: receptacles stand at locations (``receptacleAtLocation``), one each
+except the ``shared`` groups (``"cabinet 1, cabinet 2; drawer 2, drawer 3"``), which stand at one.
+A floor plan brings its own groups: the receptacles ALFRED reaches from one pose (its
+``-openable.json``, which ALFWorld turns into locations), 16% of them in 67 of the 120 floor plans
+(drawers 28%, shelves 28%, cabinets 17%). At a location the agent reaches every receptacle there
+(open, take, put, use, clean/heat/cool); ``go to`` one of them answers ``Nothing happens.``;
+``look`` names them all (``You are facing the cabinet 2, and cabinet 1. Next to it, you see
+nothing.``). The importers keep them: game files from ``receptacleAtLocation``, transcripts from
+what they show (a ``go to`` that does nothing, ``look`` facing several, one ``loc N`` for two).
 
 Text as the real game prints it: lists are TextWorld's (``a x``, ``a x, and a y``, ``a x, a y,
 and a z``, ``nothing``), always with the article ``a``, sorted by type name and then by number
 from high to low (``a bowl 2, a bowl 1, a bread 1``). ``go to`` answers with what the receptacle
 shows; ReAct and AgentGym strip the game's ``You arrive at loc N.`` prefix and so does the
 default ``arrive="none"``. ``look`` away from every receptacle lists none (``... you see
-nothing.``: the grammar lists receptacles at the agent's location). ``use`` a lamp always answers ``You turn on the ...`` (ALFWorld's
-grammar tests ``isToggled``, which stays true). Going to where you stand, taking from a closed
-receptacle or with full hands, putting where the type does not fit (ALFRED's ``canContain``):
-``Nothing happens.``
+nothing.``: the grammar lists receptacles at the agent's location); at a location it lists what
+TextWorld's query finds next to it (floor objects; where receptacles share a location, also an
+object taken from one of them and put in another). ``use`` a lamp always answers ``You turn on
+the ...`` (ALFWorld's grammar tests ``isToggled``, which stays true). Going to where you stand
+(to any receptacle there), taking from a closed receptacle or with full hands, putting where the
+type does not fit (ALFRED's ``canContain``): ``Nothing happens.``
 
-Deviations, and why: each receptacle is its own location (ALFWorld sometimes puts two at one
-spot; then ``go to`` the second does nothing there); lamps are placed on receptacles in
+Deviations, and why: lamps are placed on receptacles in
 generated scenes so they can be found by looking (ALFRED floor lamps stand on the floor; a loaded
 game keeps them on the floor, usable from the receptacle they stand next to); receptacle types
-that ALFRED's ``-openable.json`` lacks get one instance (four stove burners) — the transcripts'
-rooms are reproduced exactly for FloorPlan21, 218 and 311 and within 1-3 instances elsewhere.
+that ALFRED's ``-openable.json`` lacks get one instance (four stove burners), each at a location
+of its own — the transcripts' rooms are reproduced exactly for FloorPlan21, 218 and 311 and
+within 1-3 instances elsewhere.
 
 >>> import agentgym
 >>> env = agentgym.make("Household-v0")

@@ -6,7 +6,14 @@ A scene is the room's receptacles and what lies in them, written the way the gam
     contents:    "countertop 1: apple 1, knife 2; fridge 1: egg 1"
 
 Generated tasks name a floor plan instead of listing receptacles (``floorplan: "FloorPlan12"``);
-its receptacles come from ``data/layouts.json``, built from ALFRED's 120 floor plans.
+its receptacles, and which of them share a location, come from ``data/layouts.json``, built from
+ALFRED's 120 floor plans.
+
+Receptacles stand at locations, as in ALFWorld's PDDL problems (``receptacleAtLocation``): each
+at a location of its own unless ``shared`` groups some at one spot (adjacent drawers, cabinets or
+shelves, reached from one pose)::
+
+    shared:      "cabinet 1, cabinet 2; drawer 2, drawer 3, drawer 4"
 """
 
 from __future__ import annotations
@@ -57,7 +64,12 @@ class HouseholdConfig(BaseModel):
     put_verb: Literal["put", "move"] = "put"
     """Admissible form of placing: ``put X in/on Y`` (ALFWorld 0.2/0.3) or ``move X to Y`` (newer)."""
     locs: dict[str, int] | None = None
-    """Location number per receptacle for ``arrive="loc"`` (default: its position, from 1)."""
+    """Location number per receptacle for ``arrive="loc"`` (default: its location's position,
+    from 1)."""
+    shared: str | None = None
+    """Receptacles that stand at one location, ``;`` between groups (``"cabinet 1, cabinet 2;
+    drawer 2, drawer 3"``); every other receptacle is a location of its own. None: the floor
+    plan's groups (``data/layouts.json``) with ``floorplan``, none with ``receptacles``."""
 
     _parsed: ParsedScene | None = PrivateAttr(default=None)
 
@@ -88,11 +100,14 @@ class ParsedScene:
         openable: tuple[bool, ...],
         contents: dict[str, list[str]],
         floor: dict[str, list[str]],
+        shared: tuple[tuple[str, ...], ...] = (),
     ) -> None:
         self.receptacles = receptacles
         self.openable = openable
         self.contents = contents
         self.floor = floor
+        self.shared = shared
+        """Groups of receptacles at one location (two or more each; the rest stand alone)."""
         self.objects = [o for group in (contents, floor) for objs in group.values() for o in objs]
 
 
@@ -119,7 +134,37 @@ def parse_scene(config: HouseholdConfig) -> ParsedScene:
     for pair in config.allow:
         if not re.fullmatch(r"[a-z]+>[a-z]+", pair):
             raise ValueError(f"allow: {pair!r} must look like 'object>receptacle' (type names)")
-    return ParsedScene(names, openable, contents, floor)
+    shared = parse_shared(_shared_spec(config), known)
+    return ParsedScene(names, openable, contents, floor, shared)
+
+
+def _shared_spec(config: HouseholdConfig) -> str:
+    if config.shared is not None:
+        return config.shared
+    if config.floorplan is not None:
+        return str(layouts()[config.floorplan].get("shared", ""))
+    return ""
+
+
+def parse_shared(spec: str, receptacles: set[str]) -> tuple[tuple[str, ...], ...]:
+    """``"cabinet 1, cabinet 2; drawer 2, drawer 3"`` -> groups of receptacles at one location."""
+    groups: list[tuple[str, ...]] = []
+    placed: set[str] = set()
+    for group in filter(None, (g.strip() for g in spec.split(";"))):
+        names = tuple(n.strip() for n in group.split(",") if n.strip())
+        for name in names:
+            if name not in receptacles:
+                raise ValueError(f"shared: {name!r} is not one of the receptacles")
+            if name in placed:
+                raise ValueError(f"shared: {name!r} is in two groups (or twice in one)")
+            placed.add(name)
+        if len(names) < 2:
+            raise ValueError(
+                f"shared: {group!r} names one receptacle; a group is two or more that stand "
+                "at one location, e.g. 'cabinet 1, cabinet 2'"
+            )
+        groups.append(names)
+    return tuple(groups)
 
 
 @lru_cache(maxsize=1024)

@@ -1,9 +1,11 @@
 """The game rules: admissible commands, their effects and feedback, and the win condition.
 
 Preconditions and effects are those of ALFWorld's PDDL domain (``alfred.pddl``): you act on a
-receptacle only while standing at it, take and put only where it is open (or not openable), hold
-one object, clean at a sink basin, heat with a microwave and cool with a fridge (open or closed),
-and ``use`` a lamp standing where you are. A command is valid exactly when it is admissible; any
+receptacle only while standing at its location (``atLocation ?a ?l``, ``receptacleAtLocation ?r
+?l``), so on every receptacle that shares the location, take and put only where it is open (or
+not openable), hold one object, clean at a sink basin, heat with a microwave and cool with a
+fridge (open or closed), and ``use`` a lamp standing where you are. ``go to`` a receptacle of the
+location you stand at is not admissible. A command is valid exactly when it is admissible; any
 other text answers ``Nothing happens.``, as the real game does.
 """
 
@@ -50,7 +52,8 @@ def normalize(action: str) -> str:
 
 
 def base_commands(scene: Scene) -> dict[str, Command]:
-    """Commands available everywhere: look, inventory, help, and going to any receptacle."""
+    """Commands available everywhere: look, inventory, help, and going to any receptacle (but
+    those of the agent's location: :func:`admissible` drops them)."""
     cmds: dict[str, Command] = {
         "look": (LOOK_CMD, -1, -1),
         "inventory": (INVENTORY, -1, -1),
@@ -66,25 +69,30 @@ def admissible(scene: Scene, state: State) -> dict[str, Command]:
     if not scene.base_cmds:
         scene.base_cmds.update(base_commands(scene))
     cmds = dict(scene.base_cmds)
-    r, h = state.loc, state.held
+    h = state.held
     if h >= 0:
         cmds[f"examine {scene.o_names[h]}"] = (EXAMINE_O, h, -1)
-    if r < 0:
+    if state.loc < 0:
         return cmds
-    rname = scene.r_names[r]
-    del cmds[f"go to {rname}"]
-    cmds[f"examine {rname}"] = (EXAMINE_R, r, -1)
-    is_open = state.opened[r]
-    if scene.r_openable[r]:
-        cmds[f"close {rname}" if is_open else f"open {rname}"] = (CLOSE if is_open else OPEN, r, -1)
-    reachable = is_open or not scene.r_openable[r]
-    if reachable:
-        _object_commands(scene, state, r, cmds)
-    for o in scene.floor_at[r]:
-        if scene.o_caps[o] & TOGGLE:
-            cmds[f"use {scene.o_names[o]}"] = (USE, o, r)
-    if h >= 0:
-        _holding_commands(scene, r, h, reachable, cmds)
+    for r in scene.loc_recs[state.loc]:
+        rname = scene.r_names[r]
+        del cmds[f"go to {rname}"]
+        cmds[f"examine {rname}"] = (EXAMINE_R, r, -1)
+        is_open = state.opened[r]
+        if scene.r_openable[r]:
+            cmds[f"close {rname}" if is_open else f"open {rname}"] = (
+                CLOSE if is_open else OPEN,
+                r,
+                -1,
+            )
+        reachable = is_open or not scene.r_openable[r]
+        if reachable:
+            _object_commands(scene, state, r, cmds)
+        for o in scene.floor_at[r]:
+            if scene.o_caps[o] & TOGGLE:
+                cmds[f"use {scene.o_names[o]}"] = (USE, o, r)
+        if h >= 0:
+            _holding_commands(scene, r, h, reachable, cmds)
     return cmds
 
 
@@ -136,7 +144,7 @@ def execute(scene: Scene, state: State, cmd: Command, other_verb: bool = False) 
     """Apply an admissible command to ``state``; return the game's feedback."""
     op, a, b = cmd
     if op == GOTO:
-        state.loc = a
+        state.loc = scene.r_loc[a]
         return text.arrive(scene, state, a)
     if op == OPEN:
         state.opened[a] = True
@@ -147,10 +155,12 @@ def execute(scene: Scene, state: State, cmd: Command, other_verb: bool = False) 
     if op == TAKE:
         state.contents[b].remove(a)
         state.where[a], state.held = HELD, a
+        state.left[a] |= 1 << b
         return f"You pick up the {scene.o_names[a]} from the {scene.r_names[b]}."
     if op == PUT:
         _insert(scene, state.contents[b], a)
         state.where[a], state.held = b, -1
+        state.left[a] &= ~(1 << b)
         verb = scene.config.put_verb
         if (verb == "put") != other_verb:
             return f"You put the {scene.o_names[a]} in/on the {scene.r_names[b]}."

@@ -61,12 +61,13 @@ def _fetch(scene: Scene, state: State, dest: int) -> str:
 
 
 def _cost(scene: Scene, state: State, r: int) -> tuple[int, int, int]:
-    return (r != state.loc, scene.r_openable[r] and not state.opened[r], r)
+    return (scene.r_loc[r] != state.loc, scene.r_openable[r] and not state.opened[r], r)
 
 
 def _reach(scene: Scene, state: State, r: int, need_open: bool = True) -> str | None:
-    """``go to``/``open`` needed before acting on receptacle ``r``, or None when ready."""
-    if state.loc != r:
+    """``go to``/``open`` needed before acting on receptacle ``r``, or None when ready (standing
+    at its location, which other receptacles may share)."""
+    if scene.r_loc[r] != state.loc:
         return f"go to {scene.r_names[r]}"
     if need_open and scene.r_openable[r] and not state.opened[r]:
         return f"open {scene.r_names[r]}"
@@ -74,7 +75,7 @@ def _reach(scene: Scene, state: State, r: int, need_open: bool = True) -> str | 
 
 
 def _treat(scene: Scene, state: State, h: int) -> str:
-    appliance = min(scene.appliances, key=lambda r: (r != state.loc, r))
+    appliance = min(scene.appliances, key=lambda r: (scene.r_loc[r] != state.loc, r))
     verb = {"sinkbasin": "clean", "microwave": "heat", "fridge": "cool"}[scene.r_types[appliance]]
     return _reach(scene, state, appliance, need_open=False) or (
         f"{verb} {scene.o_names[h]} with {scene.r_names[appliance]}"
@@ -93,7 +94,7 @@ def _put_text(scene: Scene, o: int, r: int) -> str:
 
 def _to_lamp(scene: Scene, state: State) -> str:
     lamp = min(scene.lamps, key=lambda lp: (scene.location_of(state, lp) != state.loc, lp))
-    where = scene.location_of(state, lamp)
+    where = scene.receptacle_of(state, lamp)
     return _reach(scene, state, where, need_open=False) or f"use {scene.o_names[lamp]}"
 
 

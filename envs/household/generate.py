@@ -9,6 +9,16 @@ receptacles; each object type the floor plan has goes, with probability ``KEEP``
 instances (the goal object 1-3, two to four for pick-two) into random receptacles that can hold
 it (ALFRED's ``canContain``), never already satisfying the goal. Every task is played by the
 expert before it is written; its step count is the task's ``difficulty``.
+
+Shared locations are the floor plan's own, not sampled: a task names its floor plan, whose
+``shared`` groups in ``data/layouts.json`` are the receptacles with one pose in ALFRED's
+``-openable.json``, the pose ALFWorld's problem writer makes their ``receptacleAtLocation``. So
+every task of a floor plan has the same groups, as every ALFWorld game of it does, and each type
+shares at its real rate: 16.0% of the 1,755 posed receptacles (drawer 28.1% of 474, shelf 27.8%
+of 187, cabinet 17.2% of 436, tvstand 3 of 14, diningtable 3 of 43, microwave and dresser 2 of
+30, sidetable 3 of 74, countertop 1 of 99; ``python -m agentgym.envs.household.layouts --rates``)
+in 67 of the 120 floor plans. Receptacle types without a pose there (stove burners, coffee
+machines, toasters ...) stand alone.
 """
 
 from __future__ import annotations
@@ -61,6 +71,8 @@ SPLITS: dict[str, dict[TaskType, int]] = {
     },
 }
 """Tasks per type and split: ALFWorld's numbers (3,553 / 140 / 134)."""
+SHARED_LOCATIONS = "the floor plan's (data/layouts.json: receptacles with one -openable.json pose)"
+"""Where a task's shared locations come from (they are not sampled: see the module docstring)."""
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = (
     "ALFRED floor plans (object types per room, receptacle instances) and ALFWorld's type tables "
@@ -223,15 +235,22 @@ def manifest(out: Path, suites: dict[str, list[Task]], seed: int) -> dict[str, A
         "generator": "agentgym.envs.household.generate",
         "env": ENV_ID,
         "seed": seed,
-        "parameters": {"keep": KEEP, "splits": SPLITS},
+        "parameters": {"keep": KEEP, "splits": SPLITS, "shared_locations": SHARED_LOCATIONS},
         "counts": {s: len(t) for s, t in suites.items()},
         "task_types": {
             s: dict(Counter(t.config["task_type"] for t in ts)) for s, ts in suites.items()
         },
         "floorplans": {s: len({t.config["floorplan"] for t in ts}) for s, ts in suites.items()},
+        "shared_locations": {s: _sharing(ts) for s, ts in suites.items()},
         "sources": [{"data": SOURCE, "licence": "MIT", "licence_file": "LICENSE-alfworld"}],
         "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files},
     }
+
+
+def _sharing(tasks: list[Task]) -> int:
+    """Tasks in rooms where receptacles share a location."""
+    plans = layouts()
+    return sum(bool(plans[t.config["floorplan"]].get("shared")) for t in tasks)
 
 
 def generate(out: Path, seed: int = SEED, splits: Sequence[str] = tuple(SPLITS)) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Load real ALFWorld games (``initial_state.pddl`` + ``traj_data.json`` of json_2.1.1) as tasks.
 
 For users who have ALFWorld's game files. The PDDL problem gives the receptacles
-(``receptacleType``), which open (``openable``), where objects are (``inReceptacle``; objects only
-``objectAtLocation`` a receptacle's location stand on the floor next to it), the agent's start
-(``atLocation``) and extra ``canContain`` pairs; ``traj_data.json`` gives the task type and its
+(``receptacleType``), which open (``openable``), which stand at one location
+(``receptacleAtLocation``: those with the same location become a ``shared`` group), where objects
+are (``inReceptacle``; objects only ``objectAtLocation`` a receptacle's location stand on the
+floor next to it), the agent's start (``atLocation``) and extra ``canContain`` pairs; ``traj_data.json`` gives the task type and its
 targets (``pddl_params``). Instances are named as the text game names them, type in lower case and
 a number per type (``Cabinet_bar__plus_00_dot_68...`` -> ``cabinet 1``), numbered in the order of
 their PDDL ids. The goal sentence is ALFWorld's template for the task type (``variant`` picks one).
@@ -103,6 +104,15 @@ def _placements(p: _Problem) -> tuple[str, str]:
     return _encode(inside), _encode(floor)
 
 
+def _shared(p: _Problem, receptacles: list[str]) -> str:
+    """Receptacles at one location (``receptacleAtLocation``), as the config's ``shared``."""
+    at: dict[str, list[str]] = defaultdict(list)
+    for r in receptacles:
+        if r in p.r_loc:
+            at[p.r_loc[r]].append(p.names[r])
+    return "; ".join(", ".join(g) for g in at.values() if len(g) > 1)
+
+
 def _encode(groups: dict[str, list[str]]) -> str:
     return "; ".join(f"{r}: {', '.join(objs)}" for r, objs in sorted(groups.items()))
 
@@ -147,6 +157,7 @@ def load_game_files(
         ),
         "contents": contents,
         "floor": floor,
+        "shared": _shared(p, receptacles),
         "start": p.names[starts[0]] if starts else None,
         "allow": sorted(f"{o}>{r}" for r, o in p.can_contain if not cat.fits(r, o)),
     }

@@ -1,9 +1,11 @@
 """A config compiled into flat lists for the engine: names, capabilities, initial placement.
 
-Everything here is fixed for an episode; what changes lives in :class:`State`. Receptacles and
-objects are ints (list positions), each receptacle is its own location (the agent stands at a
-receptacle index, or -1 for the middle of the room), and object listings are kept in ALFWorld's
-print order (type name ascending, then number descending: ``a bowl 2, a bowl 1, a bread 1``).
+Everything here is fixed for an episode; what changes lives in :class:`State`. Receptacles,
+locations and objects are ints (list positions). Receptacles stand at locations as in ALFWorld's
+PDDL problems (``receptacleAtLocation``): one each, except the config's ``shared`` groups, whose
+receptacles stand at one location; the agent stands at a location index, or -1 for the middle of
+the room. Listings are kept in ALFWorld's print order (type name ascending, then number
+descending: ``a bowl 2, a bowl 1, a bread 1``; ``the cabinet 2, and cabinet 1``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class State:
     """Everything that changes in an episode; copying it is the snapshot."""
 
     loc: int
-    """Receptacle the agent stands at, -1 in the middle of the room."""
+    """Location the agent stands at (``Scene.loc_recs`` stand there), -1 in the middle of the room."""
     held: int
     """Object in hand, -1 for none."""
     where: list[int]
@@ -49,6 +51,9 @@ class State:
     opened: list[bool]
     flags: list[int]
     """Per object: IS_* bits."""
+    left: list[int] = field(default_factory=list)
+    """Per object: bit r set once it was taken from receptacle r and not put back in since
+    (TextWorld's ``not_inreceptacle`` facts, which ``look`` lists: see :func:`text.look`)."""
     turn: int = 0
     won: bool = False
     reached: set[str] = field(default_factory=set)
@@ -63,6 +68,7 @@ class State:
             [c[:] for c in self.contents],
             self.opened[:],
             self.flags[:],
+            self.left[:],
             self.turn,
             self.won,
             set(self.reached),
@@ -72,21 +78,49 @@ class State:
 class Room:
     """The receptacle side of a scene, shared by every task on the same receptacles."""
 
-    def __init__(self, names: tuple[str, ...], openable: tuple[bool, ...]) -> None:
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        openable: tuple[bool, ...],
+        shared: tuple[tuple[str, ...], ...] = (),
+    ) -> None:
         self.r_names = list(names)
         self.r_types = [type_of(r) for r in names]
         self.r_openable = list(openable)
         self.r_role = [ROLE.get(t, 0) for t in self.r_types]
         self.r_index = {n: i for i, n in enumerate(names)}
         self.r_order = sorted(range(len(names)), key=lambda i: _sort_key(names[i]))
+        self.r_loc, self.loc_recs = _locations(self.r_index, self.r_order, shared)
+        """Per receptacle: its location; per location: its receptacles, in print order."""
         self.base_cmds: dict[str, tuple[int, int, int]] = {}
-        """Commands valid everywhere (filled by the engine on first use)."""
+        """Commands valid everywhere but at the named receptacles' location (filled by the engine
+        on first use)."""
+
+
+def _locations(
+    index: dict[str, int], order: list[int], shared: tuple[tuple[str, ...], ...]
+) -> tuple[list[int], list[list[int]]]:
+    """Locations numbered in receptacle order: a group takes the place of its first receptacle."""
+    first = {r: r for r in index.values()}
+    for group in shared:
+        head = min(index[n] for n in group)
+        for n in group:
+            first[index[n]] = head
+    heads = sorted(set(first.values()))
+    number = {h: i for i, h in enumerate(heads)}
+    r_loc = [number[first[r]] for r in range(len(index))]
+    loc_recs: list[list[int]] = [[] for _ in heads]
+    for r in order:
+        loc_recs[r_loc[r]].append(r)
+    return r_loc, loc_recs
 
 
 @lru_cache(maxsize=512)
-def room(names: tuple[str, ...], openable: tuple[bool, ...]) -> Room:
+def room(
+    names: tuple[str, ...], openable: tuple[bool, ...], shared: tuple[tuple[str, ...], ...] = ()
+) -> Room:
     """The shared :class:`Room` of these receptacles."""
-    return Room(names, openable)
+    return Room(names, openable, shared)
 
 
 class Scene:
@@ -94,15 +128,16 @@ class Scene:
 
     def __init__(self, config: HouseholdConfig) -> None:
         parsed = config.parsed()
-        shared = room(tuple(parsed.receptacles), tuple(parsed.openable))
+        common = room(tuple(parsed.receptacles), tuple(parsed.openable), parsed.shared)
         self.config = config
         self.r_names, self.r_types, self.r_openable = (
-            shared.r_names,
-            shared.r_types,
-            shared.r_openable,
+            common.r_names,
+            common.r_types,
+            common.r_openable,
         )
-        self.r_role, self.r_index, self.r_order = shared.r_role, shared.r_index, shared.r_order
-        self.base_cmds = shared.base_cmds
+        self.r_role, self.r_index, self.r_order = common.r_role, common.r_index, common.r_order
+        self.r_loc, self.loc_recs = common.r_loc, common.loc_recs
+        self.base_cmds = common.base_cmds
         self.o_names = parsed.objects
         self.o_types = [type_of(o) for o in self.o_names]
         self.o_index = {n: i for i, n in enumerate(self.o_names)}
@@ -112,8 +147,8 @@ class Scene:
         by_type = {t: homes(config, t) for t in set(self.o_types)}
         self.o_homes = [by_type[t] for t in self.o_types]
         """Per object: receptacle types that accept it."""
-        self.start = -1 if config.start is None else self.r_index[config.start]
-        self.loc_numbers = _loc_numbers(config, self.r_names)
+        self.start = -1 if config.start is None else self.r_loc[self.r_index[config.start]]
+        self.loc_numbers = _loc_numbers(config, self.r_names, self.r_loc)
         self._init_placement(parsed.contents, parsed.floor)
         self._init_goal(config)
 
@@ -156,18 +191,26 @@ class Scene:
             [c[:] for c in self.init_contents],
             [False] * len(self.r_names),
             [0] * len(self.o_names),
+            [0] * len(self.o_names),
         )
 
     def fits(self, o: int, r: int) -> bool:
         """Whether object ``o`` may be put in receptacle ``r``."""
         return self.r_types[r] in self.o_homes[o]
 
-    def location_of(self, state: State, o: int) -> int:
-        """Receptacle index where object ``o`` is (the agent's place when held)."""
+    def receptacle_of(self, state: State, o: int) -> int:
+        """Receptacle object ``o`` is in or stands next to on the floor; -1 when held."""
         w = state.where[o]
         if w >= 0:
             return w
-        return state.loc if w == HELD else -2 - w
+        return -1 if w == HELD else -2 - w
+
+    def location_of(self, state: State, o: int) -> int:
+        """Location where object ``o`` is (the agent's when held)."""
+        w = state.where[o]
+        if w == HELD:
+            return state.loc
+        return self.r_loc[w if w >= 0 else -2 - w]
 
 
 @cache
@@ -203,9 +246,9 @@ def _caps(object_type: str) -> int:
     return caps
 
 
-def _loc_numbers(config: HouseholdConfig, names: list[str]) -> list[int]:
+def _loc_numbers(config: HouseholdConfig, names: list[str], r_loc: list[int]) -> list[int]:
     given = config.locs or {}
-    return [given.get(n, i + 1) for i, n in enumerate(names)]
+    return [given.get(n, r_loc[i] + 1) for i, n in enumerate(names)]
 
 
 _CACHE: OrderedDict[int, tuple[HouseholdConfig, Scene]] = OrderedDict()

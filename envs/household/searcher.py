@@ -13,6 +13,10 @@ find                visit the receptacles in the overview's listing order (``ord
                     skipping those of the destination's type in ``put`` tasks: a goal object
                     there would already have won), open a closed one on arrival, and take the
                     first goal object listed as soon as one is seen
+shared location     ``go to R`` answered ``Nothing happens.`` while standing at a receptacle
+                    means R stands at the same location (ALFWorld's ``receptacleAtLocation``):
+                    R is then here, so ``examine R`` (then open it if it is closed) instead of
+                    going
 put                 go to the first receptacle of the destination type in listing order, open
                     it if it is closed, put the object there
 examine             with the object in hand, go to where a lamp of the goal's type was seen
@@ -64,7 +68,15 @@ class Knowledge:
     closed: set[str] = field(default_factory=set)
     visited: set[str] = field(default_factory=set)
     at: str | None = None
+    """Receptacle last gone to."""
+    here: list[str] = field(default_factory=list)
+    """Receptacles known to stand where the agent is: ``at``, then those a ``go to`` answered
+    ``Nothing happens.`` for (they share its location)."""
     held: str | None = None
+
+    def observed(self, r: str) -> bool:
+        """Whether an answer showed what ``r`` holds or that it is closed."""
+        return r in self.seen or r in self.closed
 
 
 def read_intro(observation: str) -> Knowledge:
@@ -82,12 +94,18 @@ def read_intro(observation: str) -> Knowledge:
 
 
 def update(k: Knowledge, action: str, answer: str) -> None:
-    """Fold one command and the game's answer into ``k`` (failed commands change nothing)."""
+    """Fold one command and the game's answer into ``k`` (failed commands change nothing, but a
+    failed ``go to`` of another receptacle of the room while at one: it stands there too)."""
+    goto = _GOTO.match(" ".join(action.lower().split()))
     if answer.strip() == NOTHING:
+        if goto and k.at is not None and goto["r"] in k.receptacles and goto["r"] not in k.here:
+            k.here.append(goto["r"])
+            k.visited.add(goto["r"])
         return
-    if m := _GOTO.match(" ".join(action.lower().split())):
-        k.at = m["r"]
-        k.visited.add(m["r"])
+    if goto:
+        k.at = goto["r"]
+        k.here = [goto["r"]]
+        k.visited.add(goto["r"])
     if m := _CLOSED.search(answer):
         k.closed.add(m["r"])
     for m in _LISTING.finditer(answer):
@@ -147,7 +165,7 @@ def _search_list(k: Knowledge) -> list[str]:
 
 def _where(k: Knowledge, kind: str) -> tuple[str, str] | None:
     """(receptacle, object) of the first object of type ``kind`` seen, here first."""
-    places = ([k.at] if k.at else []) + _search_list(k)
+    places = k.here + _search_list(k)
     for r in places:
         for o in k.seen.get(r, []):
             if type_of(o) == kind:
@@ -156,9 +174,13 @@ def _where(k: Knowledge, kind: str) -> tuple[str, str] | None:
 
 
 def _explore(k: Knowledge) -> str:
-    """Open what is closed here, else go to the next receptacle not yet visited."""
-    if k.at in k.closed:
-        return f"open {k.at}"
+    """Look into what is here (examine, open what is closed), else go to the next receptacle not
+    yet visited."""
+    for r in k.here:
+        if not k.observed(r):
+            return f"examine {r}"
+        if r in k.closed:
+            return f"open {r}"
     for r in _search_list(k):
         if r not in k.visited:
             return f"go to {r}"
@@ -170,7 +192,7 @@ def _find(k: Knowledge, kind: str) -> str:
     if found is None:
         return _explore(k)
     r, o = found
-    return f"take {o} from {r}" if k.at == r else f"go to {r}"
+    return f"take {o} from {r}" if r in k.here else f"go to {r}"
 
 
 def _deliver(k: Knowledge, held: str) -> str:
@@ -178,10 +200,12 @@ def _deliver(k: Knowledge, held: str) -> str:
         lamp = _where(k, str(k.goal.lamp))
         if lamp is None:
             return _explore(k)
-        return f"use {lamp[1]}" if k.at == lamp[0] else f"go to {lamp[0]}"
+        return f"use {lamp[1]}" if lamp[0] in k.here else f"go to {lamp[0]}"
     dest = next(r for r in k.receptacles if type_of(r) == k.goal.receptacle)
-    if k.at != dest:
+    if dest not in k.here:
         return f"go to {dest}"
+    if not k.observed(dest):
+        return f"examine {dest}"
     if dest in k.closed:
         return f"open {dest}"
     return f"put {held} in/on {dest}"
@@ -242,7 +266,7 @@ def next_command_phased(
     sink = next((r for r in k.receptacles if type_of(r) == SINK), None)
     if sink is None:
         raise ValueError(f"a clean task needs a {SINK} in the room; this one has none")
-    return f"clean {k.held} with {sink}" if k.at == sink else f"go to {sink}"
+    return f"clean {k.held} with {sink}" if sink in k.here else f"go to {sink}"
 
 
 class PhasedSearchAgent(SearchAgent):

@@ -79,12 +79,30 @@ MIDDLE_LOOK = "You are in the middle of a room. Looking quickly around you, you 
 
 
 def look(scene: Scene, state: State) -> str:
-    """``look``: what the agent faces and what stands next to it."""
-    r = state.loc
-    if r < 0:
+    """``look``: every receptacle at the agent's location, and what stands next to them.
+
+    ``You are facing the cabinet 2, and cabinet 1.``: the grammar's ``look-variations`` lists the
+    receptacles at the location (names without article, print order). ``Next to it`` lists the
+    grammar's ``list_objects_on_the_floor``: objects at the location that are not in some
+    receptacle there, one entry per such receptacle. In TextWorld's state that receptacle test
+    only holds after the object was taken from it (``not_inreceptacle`` facts exist only as
+    effects), so what shows, besides the scene's ``floor`` objects (a loaded game's floor lamps),
+    is an object taken from one receptacle of a shared location and put in another one there.
+    """
+    loc = state.loc
+    if loc < 0:
         return MIDDLE_LOOK
-    near = listing([scene.o_listed[o] for o in scene.floor_at[r]])
-    return f"You are facing the {scene.r_names[r]}. Next to it, you see {near}."
+    recs = scene.loc_recs[loc]
+    facing = listing([scene.r_names[r] for r in recs])
+    near = [o for r in recs for o in scene.floor_at[r] if state.where[o] == -2 - r]
+    if len(recs) > 1:
+        mask = sum(1 << r for r in recs)
+        for o, left in enumerate(state.left):
+            if left & mask and state.where[o] >= 0 and scene.r_loc[state.where[o]] == loc:
+                near += [o] * (left & mask).bit_count()
+    near.sort(key=scene.o_rank.__getitem__)
+    seen = listing([scene.o_listed[o] for o in near])
+    return f"You are facing the {facing}. Next to it, you see {seen}."
 
 
 def examine_receptacle(scene: Scene, state: State, r: int) -> str:

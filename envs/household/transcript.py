@@ -5,8 +5,14 @@ A transcript is the text ReAct-style papers show: the room overview, ``Your task
 ``OK.``) are skipped; an answer a harness printed out of place (after a ``think``) goes back to the
 command that lacked one. :func:`from_transcript` reconstructs the scene — receptacles from the
 overview, the contents of each receptacle from its first listing, which receptacles open, where
-the agent started, the ``go to`` prefix style — and :func:`replay` plays the commands on
-``HouseholdEnv`` and compares every answer character for character.
+the agent started, which receptacles share a location, the ``go to`` prefix style — and
+:func:`replay` plays the commands on ``HouseholdEnv`` and compares every answer character for
+character.
+
+Receptacles share a location (the config's ``shared``) when the transcript shows it: ``go to R``
+answered ``Nothing happens.`` while standing at another receptacle, ``look`` facing several
+(``You are facing the cabinet 2, and cabinet 1.``), a command on R answered as done while
+standing at another receptacle, or one ``You arrive at loc N.`` for two receptacles.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ _LISTING = re.compile(
     r"(?:On the (?P<a>[a-z]+ \d+), you see|The (?P<b>[a-z]+ \d+) is open\. In it, you see) (?P<items>.*)\.$"
 )
 _ARRIVE = re.compile(r"^You arrive at (?:loc (?P<loc>\d+)|(?P<name>[a-z]+ \d+))\. ")
+_FACING = re.compile(r"^You are facing the (?P<recs>.+?)\. Next to it, you see ")
 _ACTIONS = [
     ("goto", re.compile(r"^go to (?P<r>[a-z]+ \d+)$")),
     ("open", re.compile(r"^open (?P<r>[a-z]+ \d+)$")),
@@ -108,15 +115,47 @@ class _World:
     allow: set[str] = field(default_factory=set)
     loc: str | None = None
     start: str | None = None
+    parent: dict[str, str] = field(default_factory=dict)
+    """Union-find over receptacles: those found at one location share a root."""
 
-    def at(self, r: str, line: str) -> None:
-        """The agent must stand at ``r``; before any ``go to`` that means it started there."""
+    def root(self, r: str) -> str:
+        """The representative of ``r``'s location."""
+        while self.parent.get(r, r) != r:
+            r = self.parent[r]
+        return r
+
+    def join(self, a: str, b: str) -> None:
+        """``a`` and ``b`` stand at one location."""
+        ra, rb = self.root(a), self.root(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+    def here(self) -> list[str]:
+        """Receptacles known to stand where the agent is."""
+        if self.loc is None:
+            return []
+        root = self.root(self.loc)
+        return [r for r in self.receptacles if self.root(r) == root]
+
+    def at(self, r: str, line: str, shown: bool = False) -> None:
+        """The agent must stand at ``r``'s location; before any ``go to`` that means it started
+        there. Acting on another receptacle than the one gone to, with the answer ``shown`` as
+        done, means the two share a location."""
         if r not in self.receptacles:
             raise ValueError(f"{line!r}: {r!r} is not in the room overview")
         if self.loc is None:
             self.loc = self.start = r
-        elif self.loc != r:
-            raise ValueError(f"{line!r}: acts on {r} while standing at {self.loc}")
+        elif self.root(self.loc) != self.root(r):
+            if not shown:
+                raise ValueError(f"{line!r}: acts on {r} while standing at {self.loc}")
+            self.join(self.loc, r)
+
+    def groups(self) -> str:
+        """The ``shared`` groups, in overview order."""
+        by_root: dict[str, list[str]] = {}
+        for r in self.receptacles:
+            by_root.setdefault(self.root(r), []).append(r)
+        return "; ".join(", ".join(g) for g in by_root.values() if len(g) > 1)
 
     def reveal(self, answer: str) -> None:
         """Record a receptacle's contents the first time an answer lists them."""
@@ -141,6 +180,8 @@ class _World:
         """An object used before any listing showed it: it was there from the start."""
         if obj in self.current.get(r, []):
             return
+        if r == self.loc and any(obj in self.current.get(x, []) for x in self.here()):
+            return
         if r in self.current:
             raise ValueError(f"{line!r}: {obj} is not among what {r} was shown to hold")
         self.current[r] = [obj]
@@ -156,12 +197,16 @@ def parse_listing(items: str) -> list[str]:
 
 
 def _apply(world: _World, action: str, answer: str | None) -> None:
-    """Update what is known from one command and its answer (failed commands change nothing)."""
-    if answer == "Nothing happens.":
-        return
+    """Update what is known from one command and its answer (failed commands change nothing,
+    but a failed ``go to``: the receptacle stands where the agent is)."""
     line = action
     act = " ".join(action.lower().split())
     kind, m = next(((k, p.match(act)) for k, p in _ACTIONS if p.match(act)), (None, None))
+    shown = answer is not None
+    if answer == "Nothing happens.":
+        if kind == "goto" and m is not None and m["r"] in world.receptacles:
+            world.at(m["r"], line, shown=True)  # already there: it shares the location
+        return
     if kind == "goto" and m is not None:
         world.loc = m["r"]
         if answer:
@@ -170,14 +215,18 @@ def _apply(world: _World, action: str, answer: str | None) -> None:
                 world.arrive = "loc" if arrive["loc"] else "name"
                 if arrive["loc"]:
                     world.locs[m["r"]] = int(arrive["loc"])
+    elif act == "look" and answer and (facing := _FACING.match(answer)):
+        recs = [r for r in parse_listing(facing["recs"]) if r in world.receptacles]
+        for r in recs:
+            world.at(r, line, shown=True)
     elif kind in ("open", "close", "treat") and m is not None:
-        world.at(m["r"], line)
+        world.at(m["r"], line, shown)
     elif kind == "take" and m is not None:
-        world.at(m["r"], line)
+        world.at(m["r"], line, shown)
         world.add_unseen(m["o"], m["r"], line)
         world.current[m["r"]].remove(m["o"])
     elif kind in ("put", "move") and m is not None:
-        world.at(m["r"], line)
+        world.at(m["r"], line, shown)
         world.current.setdefault(m["r"], []).append(m["o"])
         world.put_verb = "move" if kind == "move" else world.put_verb
         if not catalog().fits(type_of(m["r"]), type_of(m["o"])):
@@ -185,7 +234,7 @@ def _apply(world: _World, action: str, answer: str | None) -> None:
     elif kind == "use" and m is not None and world.loc is not None:
         world.add_unseen(m["o"], world.loc, line)
     elif kind == "examine" and m is not None and m["x"] in world.receptacles:
-        world.at(m["x"], line)
+        world.at(m["x"], line, shown)
     if answer:
         world.reveal(answer)
 
@@ -198,6 +247,9 @@ def from_transcript(text: str, task_id: str | None = None) -> Task:
     world = _World(receptacles)
     for action, answer in tr.steps:
         _apply(world, action, answer)
+    by_number: dict[int, str] = {}
+    for r, number in world.locs.items():  # one "You arrive at loc N." for two receptacles
+        world.join(by_number.setdefault(number, r), r)
     cat = catalog()
     spec = ", ".join(
         r + ("*" if world.openable.get(r, type_of(r) in cat.openable) else "") for r in receptacles
@@ -216,6 +268,7 @@ def from_transcript(text: str, task_id: str | None = None) -> Task:
         "intro": "raw" if tr.raw_intro else "react",
         "put_verb": world.put_verb,
         "locs": world.locs or None,
+        "shared": world.groups() or None,
     }
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     return Task(
