@@ -118,7 +118,8 @@ class TextEnv(gymnasium.Env[str, str]):
         episode; empty where the env has no demo suite. Computed once per env type."""
         if self.demo_suite is None:
             return []
-        return [dict(m) for m in _demonstration(type(self), self.demo_suite, turns)]
+        env_type: Any = type(self)  # a class is hashable; mypy reads TextEnv's __hash__ as unbound
+        return [dict(m) for m in _demonstration(env_type, self.demo_suite, turns)]
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(

@@ -97,7 +97,7 @@ def check_suite_options(env_ids: list[str], options: dict[str, Any]) -> dict[str
 def _coerce(model: type[BaseModel], env_id: str, name: str, value: Any) -> Any:
     """Validate one option; text that fails as itself is tried as JSON (``3``, ``true``, ``{}``)."""
     field = model.model_fields[name]
-    check = TypeAdapter(field.annotation, config=model.model_config)
+    check: TypeAdapter[Any] = TypeAdapter(field.annotation, config=model.model_config)
     attempts = [value]
     if isinstance(value, str):
         with contextlib.suppress(json.JSONDecodeError):
