@@ -49,7 +49,7 @@ BUILTIN_ENVS: list[tuple[str, str, str]] = [
     ),
     (
         "TauTelecom-v0",
-        "agentgym.envs.tooluse.env:TauTelecomEnv",
+        "agentgym.envs.tooluse.telecom_env:TauTelecomEnv",
         "tau2-bench telecom: dual control, the user fixes their own phone with its tools",
     ),
     (

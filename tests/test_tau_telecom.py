@@ -6,7 +6,7 @@ import pytest
 
 import agentgym
 from agentgym.envs.tooluse import phone, telecom
-from agentgym.envs.tooluse.data import read_json
+from agentgym.envs.tooluse.data import read_json, read_text
 from agentgym.envs.tooluse.generate import REPO_ROOT
 from agentgym.envs.tooluse.world import World, get_domain
 from agentgym.task import TaskSuite
@@ -171,3 +171,62 @@ def test_inaction_never_succeeds_in_telecom():
     manifest = REPO_ROOT / "tasks" / "tooluse" / "manifest.json"
     suites = json.loads(manifest.read_text())["suites"]
     assert all(not suites[s]["inaction_succeeds"] for s in suites if s.startswith("telecom"))
+
+
+def test_extra_harmless_writes_do_not_keep_the_user_on_the_line():
+    """The user leaves once the phone works (tau2 grades telecom by env assertions only)."""
+    env = agentgym.make("TauTelecom-v0")
+    task = next(
+        t
+        for t in TaskSuite.load("tooluse/telecom-test")
+        if t.gold["reward_basis"] == ["ENV_ASSERTION"]
+        and all(a.get("requestor") == "user" for a in t.gold["actions"])
+    )
+    env.reset(seed=0, options={"task": task})
+    # a write the gold path does not make: roaming on another line of the same customer
+    assert env.step('{"name": "enable_roaming", "arguments": {"customer_id": "C1001", '
+                    '"line_id": "L1001"}}')[0] == "Roaming enabled successfully"  # fmt: skip
+    for action in env.state.plan:
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    assert (obs, reward, terminated) == ("###STOP###", 1.0, True), info["reward_info"]
+    assert not env.state.world.same_state(env.state.target)
+
+
+@pytest.mark.parametrize("policy", ["manual", "workflow"])
+def test_policy_variants_are_tau2s(policy):
+    env = agentgym.make("TauTelecom-v0", policy=policy)
+    _, info = env.reset(seed=0, options={"task": TaskSuite.load("tooluse/telecom-test").tasks[0]})
+    expected = "tech_support_manual" if policy == "manual" else "tech_support_workflow"
+    body = read_text(f"tau2/telecom/{expected}.md")
+    assert info["policy"].endswith(f"<tech_support_policy>\n{body}\n</tech_support_policy>")
+    with pytest.raises(ValueError, match="unknown telecom policy 'short'"):
+        agentgym.make("TauTelecom-v0", policy="short")
+
+
+def test_solo_mode_the_agent_works_the_ticket_with_both_sides_tools():
+    env = agentgym.make("TauTelecom-v0", solo=True)
+    tasks = TaskSuite.load("tooluse/telecom-test").tasks
+    obs, info = env.reset(seed=0, options={"task": tasks[0]})
+    assert info["source"] == "ticket" and obs.endswith(tasks[0].config["ticket"].strip())
+    assert info["policy"].startswith(
+        f"<main_policy>\n{read_text('tau2/telecom/main_policy_solo.md')}"
+    )
+    names = [t["function"]["name"] for t in info["tools"]]
+    assert len(names) == 44 and names[-1] == "done" and "toggle_airplane_mode" in names
+    before = env.state.world.user_db.hash()
+    out = env.step('{"name": "check_status_bar", "arguments": {}}')[0]
+    assert out.startswith("Status Bar: ")  # a phone tool runs on the phone
+    env.step('{"name": "toggle_wifi_calling", "arguments": {}}')
+    assert env.state.world.user_db.hash() != before
+    obs, reward, terminated, _, info = env.step("I have fixed your phone.")
+    assert terminated and reward == 0.0 and info["valid"] is False
+    for task in tasks:  # the expert, both sides' gold calls then done, solves every test task
+        env.reset(seed=0, options={"task": task})
+        while not env.done:
+            _, reward, *_ = env.step(env.expert_action())
+        assert reward == 1.0, task.id
+    env.reset(seed=0, options={"task": tasks[0]})
+    _, reward, terminated, _, _ = env.step('{"name": "done", "arguments": {}}')
+    assert terminated and reward == 0.0

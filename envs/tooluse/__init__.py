@@ -8,7 +8,7 @@ tau2-bench (their ``Error: ...`` texts included); nothing in the data is "fixed"
 
 =====================  =========================================================================
 Ids                    ``TauRetail-v0``, ``TauAirline-v0``, ``TauMock-v0``, ``TauTelecom-v0``
-                       (tau2-bench domains),
+                       (tau2-bench domains; telecom in ``telecom_env``),
                        ``TauBenchRetail-v0`` (tau-bench v1 retail on v1's own data), all
                        :class:`~agentgym.envs.tooluse.env.TauEnv`; ``BFCL-v0``
                        (:class:`~agentgym.envs.tooluse.bfcl.BFCLEnv`)
@@ -38,7 +38,10 @@ Dual control           tau2's user-side tools and state (mock: a notification in
                        30 on a simulated phone (status bar, airplane mode, network mode, APN,
                        SIM, data saver, VPN, app permissions, speed test, reboot, payments);
                        after every call the phone syncs with the carrier's records, as in
-                       tau2; the policy is tau2's main policy + tech-support manual
+                       tau2; the policy is tau2's main policy + tech-support manual (option
+                       ``policy="workflow"``: the workflow). Option ``solo=True`` is tau2's
+                       no-user mode: the agent gets the ticket, the solo policies and both
+                       sides' tools plus ``done``; a text message ends the episode at 0
 Episode end            ``transfer_to_human_agents``; a user stop token (``###STOP###``,
                        ``###TRANSFER###``, ``###OUT-OF-SCOPE###``); the agent writing
                        ``###STOP###``; truncation after ``config.max_steps`` actions (30 for
@@ -96,9 +99,9 @@ from agentgym.envs.tooluse.env import (
     TauMockEnv,
     TauRetailEnv,
     TauState,
-    TauTelecomEnv,
 )
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold
+from agentgym.envs.tooluse.telecom_env import TauTelecomEnv
 from agentgym.envs.tooluse.users import GoldUser, LLMUser, UncooperativeUser
 from agentgym.envs.tooluse.world import World
 

@@ -141,15 +141,20 @@ class TauEnv(TextEnv):
         )
         first = self.user.reply(self._context(), self.state.user_history, str(last_agent))
         self.state.transcript.append({"role": "user", "content": first})
-        obs = render_opening(domain.policy, history, first)
+        policy = self.policy_text()
+        obs = render_opening(policy, history, first)
         info = {
             "tools": domain.toolkit.schemas(),
-            "policy": domain.policy,
+            "policy": policy,
             "domain": domain.name,
             "source": "user",
             "user": self.user.name,
         }
         return obs, info
+
+    def policy_text(self) -> str:
+        """The policy the agent is shown (the domain's; telecom has variants)."""
+        return get_domain(self.config.domain).policy
 
     def _context(self) -> UserContext:
         st = self.state
@@ -178,13 +183,17 @@ class TauEnv(TextEnv):
         return result.output
 
     def _goal_met(self) -> bool:
+        """Whether a satisfied user would leave: the episode reached the end of both sides' gold
+        path, or the benchmark would grade it 1 now (telecom's users judge by the phone, not by
+        the database: extra harmless writes do not keep them on the line)."""
         gold, st = self.gold(), self.state
         needles = gold.outputs + gold.communicate_info
-        return (
+        at_target = (
             st.world.same_state(st.target or st.reference)
             and all(communicated(n, st.said) for n in needles)
             and all(assertion_met(st.world, a) for a in gold.env_assertions)
         )
+        return at_target or self._grade(judge=None).reward == 1.0
 
     def _step(self, action: str) -> StepResult:
         st = self.state
@@ -241,12 +250,13 @@ class TauEnv(TextEnv):
 
     def grade(self) -> RewardInfo:
         """The benchmark's reward for the conversation so far."""
+        return self._grade(self.judge)
+
+    def _grade(self, judge: Judge | None) -> RewardInfo:
         gold, st = self.gold(), self.state
         if st.world.domain.style == "tau_bench":
             return tau_bench_reward(st.world, st.reference, gold, st.said)
-        return tau2_reward(
-            st.world, st.reference, gold, st.said, st.calls, st.transcript, self.judge
-        )
+        return tau2_reward(st.world, st.reference, gold, st.said, st.calls, st.transcript, judge)
 
     def _step_invalid(self, message: str) -> StepResult:
         self.state.steps += 1
@@ -319,12 +329,6 @@ class TauMockEnv(TauEnv):
     """tau2-bench mock (the domain tau2 tests its machinery with)."""
 
     default_suite: ClassVar[str | None] = "tooluse/mock"
-
-
-class TauTelecomEnv(TauEnv):
-    """tau2-bench telecom (dual control: the user acts on their own phone)."""
-
-    default_suite: ClassVar[str | None] = "tooluse/telecom-test"
 
 
 class TauBenchRetailEnv(TauEnv):

@@ -28,6 +28,8 @@ class TauConfig(BaseModel):
     scenario's identity details, conditions or what it says to withhold)."""
     known_info: str | None = None
     """What the offline gold-path user tells when asked who it is (first person)."""
+    ticket: str | None = None
+    """tau2's ticket: the request as a support ticket (what the agent gets in solo mode)."""
     initial_state: dict[str, Any] | None = None
     """tau2 ``initial_state`` (initialisation data and actions, earlier messages), if any."""
     max_steps: int = Field(default=60, ge=1)
@@ -137,6 +139,7 @@ def from_tau2(raw: dict[str, Any], domain: str) -> tuple[TauConfig, TauGold]:
         user_scenario=render_tau2_scenario(raw["user_scenario"]),
         opening=opening,
         known_info=known_info,
+        ticket=raw.get("ticket"),
         initial_state=raw.get("initial_state"),
     )
     return config, gold

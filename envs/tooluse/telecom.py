@@ -585,13 +585,18 @@ def sync(world: Any) -> None:
             )
 
 
-def policy() -> str:
-    """The agent's policy as tau2 composes it: the main policy and the tech-support manual."""
+def policy(kind: str = "manual", solo: bool = False) -> str:
+    """The agent's policy as tau2 composes it: the main policy and the tech-support policy, the
+    ``manual`` (tau2's ``telecom``) or the ``workflow`` (``telecom-workflow``), in their solo
+    versions for solo mode (tau2 has no solo manual: the manual serves both)."""
     from agentgym.envs.tooluse.data import read_text
 
-    main = read_text("tau2/telecom/main_policy.md")
-    manual = read_text("tau2/telecom/tech_support_manual.md")
+    if kind not in ("manual", "workflow"):
+        raise ValueError(f"unknown telecom policy {kind!r}; use 'manual' or 'workflow'")
+    main = read_text(f"tau2/telecom/main_policy{'_solo' if solo else ''}.md")
+    name = "tech_support_manual" if kind == "manual" else "tech_support_workflow"
+    support = read_text(f"tau2/telecom/{name}{'_solo' if solo and kind == 'workflow' else ''}.md")
     return (
         f"<main_policy>\n{main}\n</main_policy>\n"
-        f"<tech_support_policy>\n{manual}\n</tech_support_policy>"
+        f"<tech_support_policy>\n{support}\n</tech_support_policy>"
     )
