@@ -408,6 +408,7 @@ def _print_training(store: Store, runs: list[str], plot: Path | None) -> list[st
         if not store.train_metrics(run_id):
             others.append(ref)
             continue
+        assert store.path is not None  # report opens a file
         train = train_run(StoreReader(store.path), run_id)
         console.print(training_table(train))
         if plot is not None:
