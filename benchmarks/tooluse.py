@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 import agentgym
-from agentgym.envs.tooluse import phone, retail, retail_v1, telecom
+from agentgym.envs.tooluse import phone_state, retail, retail_v1, telecom
 from agentgym.envs.tooluse.world import World, get_domain
 from agentgym.task import TaskSuite
 
@@ -60,7 +60,7 @@ def main() -> None:
         ("env.reset(task) TauBenchRetail-v0 (world, gold replay, user)", _env_reset_rate(n)),
         (
             "deepcopy of tau2 TelecomDB + phone (tau2 reset)",
-            rate(lambda: copy.deepcopy((telecom.base_db(), phone.base_user_db())), n),
+            rate(lambda: copy.deepcopy((telecom.base_db(), phone_state.base_user_db())), n),
         ),
         (
             "fresh world, tau2 telecom (both sides)",

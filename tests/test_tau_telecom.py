@@ -5,7 +5,7 @@ import json
 import pytest
 
 import agentgym
-from agentgym.envs.tooluse import phone, telecom
+from agentgym.envs.tooluse import phone_state, telecom
 from agentgym.envs.tooluse.data import read_json, read_text
 from agentgym.envs.tooluse.generate import REPO_ROOT
 from agentgym.envs.tooluse.world import World, get_domain
@@ -92,7 +92,8 @@ def test_the_phone_follows_the_carriers_records():
     refuel = json.loads(w.call("refuel_data", {**ME, "gb_amount": 2.0}).output)
     assert refuel["message"] == "Successfully added 2.0 GB of data for line L1002 for $4.00"
     assert not w.user_db.peek().surroundings.mobile_data_usage_exceeded
-    assert phone.base_user_db().surroundings.phone_number is None  # the shared base is untouched
+    # the shared base stays untouched
+    assert phone_state.base_user_db().surroundings.phone_number is None
 
 
 def test_a_payment_request_reaches_the_phone_and_the_payment_the_bill():

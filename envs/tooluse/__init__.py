@@ -77,7 +77,7 @@ Regenerate             ``python -m agentgym.envs.tooluse.generate``
 =====================  =========================================================================
 
 Databases: pydantic models of each domain (``retail.RetailDB``, ``airline.FlightDB``,
-``mock.MockDB``, ``telecom.TelecomDB`` and the phone's ``phone.PhoneDB``, whole models in a
+``mock.MockDB``, ``telecom.TelecomDB`` and the phone's ``phone_state.PhoneDB``, whole models in a
 ``db.ModelDatabase``) hold tau2 data; v1 keeps tau-bench's plain JSON. ``env.export_db()`` returns the
 database in the benchmark's JSON schema and ``env.db_hash()`` the hash the benchmark computes
 (tau2: sorted JSON dump; tau-bench: ``to_hashable``), so a state can be compared hash for hash.

@@ -559,7 +559,7 @@ def sync(world: Any) -> None:
     phone learns from the carrier's records whether its line is active, roaming is allowed, the
     data allowance is used up, and whether a payment was requested; a payment made on the phone
     marks the bill paid."""
-    from agentgym.envs.tooluse.phone import PaymentRequest
+    from agentgym.envs.tooluse.phone_state import PaymentRequest
 
     surroundings = world.user_db.data.surroundings
     if surroundings.phone_number is None:

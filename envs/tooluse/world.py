@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from agentgym.envs.tooluse import airline, mock, phone, retail, retail_v1, telecom
+from agentgym.envs.tooluse import airline, mock, phone, phone_state, retail, retail_v1, telecom
 from agentgym.envs.tooluse.data import read_text
 from agentgym.envs.tooluse.db import Database, ModelDatabase, Style
 from agentgym.envs.tooluse.toolkit import ToolKind, Toolkit, ToolResult
@@ -62,7 +62,7 @@ DOMAINS: dict[str, Domain] = {
     ),
     "telecom": Domain(
         "telecom", "tau2", "tau2/telecom/main_policy.md", telecom.database, telecom.TelecomTools,
-        {}, phone.user_database, phone.PhoneTools, telecom.sync, telecom.policy,
+        {}, phone_state.user_database, phone.PhoneTools, telecom.sync, telecom.policy,
     ),
     "tau_bench_retail": Domain(
         "tau_bench_retail", "tau_bench", "tau_bench/retail/wiki.md", retail_v1.database,
