@@ -160,10 +160,12 @@ def narrow_room(task: Task, max_receptacles: int, variant: int) -> Task:
     keep |= set(rng.sample(rest, max(0, size - len(keep))))
     spec = ", ".join(r + "*" * o for r, o in zip(names, scene.openable, strict=True) if r in keep)
     config = {k: v for k, v in task.config.items() if k != "floorplan"}
+    groups = [[r for r in group if r in keep] for group in scene.shared]
     config |= {
         "receptacles": spec,
         "contents": _placements(scene.contents, keep),
         "floor": _placements(scene.floor, keep),
+        "shared": "; ".join(", ".join(g) for g in groups if len(g) > 1),  # the floorplan's spots
     }
     out = task.model_copy(update={"id": f"{task.id}-r{variant}", "config": config})
     agentgym.make("Household-v0").unwrapped.validate_task(out)
