@@ -231,3 +231,49 @@ def test_solo_mode_the_agent_works_the_ticket_with_both_sides_tools():
     env.reset(seed=0, options={"task": tasks[0]})
     _, reward, terminated, _, _ = env.step('{"name": "done", "arguments": {}}')
     assert terminated and reward == 0.0
+
+
+class ScriptedClient:
+    """Offline test double for the chat client; replies from a script, records requests."""
+
+    model = "scripted"
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.requests = []
+
+    def complete(self, request):
+        from agentgym.llm.base import ChatResponse, Choice
+
+        self.requests.append(request)
+        return ChatResponse(choices=[Choice(message=self.replies.pop(0))], model=self.model)
+
+
+def test_llm_user_acts_on_its_phone_through_the_episode():
+    from agentgym.envs.tooluse.users import LLMUser
+
+    toggle = {"id": "t1", "type": "function",
+              "function": {"name": "toggle_airplane_mode", "arguments": "{}"}}  # fmt: skip
+    client = ScriptedClient(
+        [
+            {"role": "assistant", "content": "My phone has no service."},
+            {"role": "assistant", "content": None, "tool_calls": [toggle]},
+            {"role": "assistant", "content": "Airplane mode is off now."},
+        ]
+    )
+    env = agentgym.make("TauTelecom-v0", user=LLMUser(client))
+    task = next(
+        t
+        for t in TaskSuite.load("tooluse/telecom-test")
+        if t.gold["actions"][0]["name"] == "toggle_airplane_mode"
+    )
+    obs, _ = env.reset(seed=0, options={"task": task})
+    assert obs.endswith("user: My phone has no service.")
+    assert len(client.requests[0].tools) == 30
+    assert "You have some tools to perform the actions" in client.requests[0].messages[0]["content"]
+    assert env.state.world.user_db.peek().device.airplane_mode
+    reply = env.step("Please turn airplane mode off.")[0]
+    assert reply == "Airplane mode is off now."
+    assert env.state.calls == [("toggle_airplane_mode", {}, "user")]
+    assert not env.state.world.user_db.peek().device.airplane_mode
+    assert client.requests[2].messages[-1]["content"].startswith("Airplane Mode is now OFF.")
