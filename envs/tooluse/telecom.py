@@ -1,10 +1,15 @@
 """tau2-bench telecom, agent side: customers, lines, plans, bills, devices, and the agent's tools.
 
 Semantics follow ``tau2/domains/telecom`` (``data_model.py``, ``tools.py``): the same records,
-checks, error texts and results; "today" is tau2's fixed 2025-02-25. One deliberate difference:
-tau2 names a new draft bill ``B`` + 8 random hex digits (``uuid4``), which makes two replays of
-the same actions differ; here the 8 digits are a hash of the customer and their bill count, so
-the database stays deterministic (the id has tau2's shape).
+checks, error texts and results; "today" is tau2's fixed 2025-02-25. Deliberate differences,
+none of which changes a grade (telecom tasks are graded by env assertions and actions only):
+
+- tau2 names a new draft bill ``B`` + 8 random hex digits (``uuid4``), so two replays of the
+  same actions differ; here the digits hash the customer and their bill count (same shape).
+- tau2 replays the gold actions for its reference database without ``sync_tools`` after each;
+  here every call is followed by :func:`sync`, in the reference as in the episode.
+- tau2's ``connect_vpn`` hands every phone one shared ``VpnDetails`` object, which
+  ``break_vpn`` then degrades for all later episodes; here each phone gets its own copy.
 """
 
 from __future__ import annotations
