@@ -4,9 +4,10 @@
 
 Suites: ``retail-train``/``retail-test`` and ``airline-train``/``airline-test`` (tau2-bench's
 own splits), ``mock`` (tau2-bench's 10 mock tasks), ``telecom-train``/``telecom-test`` (74/40,
-tau2's base split), ``telecom-small`` (20) and ``telecom-full`` (all 2,285 of ``tasks.json``), ``tau-bench-retail-test`` (115) and
-``tau-bench-retail-dev`` (20) (tau-bench v1); and ``tasks/bfcl/{simple,multiple,parallel}``
-(BFCL v4: 400, 200, 200). Tasks are converted, never edited.
+tau2's base split), ``telecom-small`` (20) and ``telecom-full`` (all 2,285 of ``tasks.json``),
+``tau-bench-retail-test`` (115) and ``tau-bench-retail-dev`` (20) (tau-bench v1); and
+``tasks/bfcl/{simple,multiple,parallel}`` (BFCL v4: 400, 200, 200). Tasks are converted, never
+edited.
 """
 
 from __future__ import annotations
