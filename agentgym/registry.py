@@ -92,11 +92,10 @@ def spec(env_id: str) -> EnvSpec:
     raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(sorted(_registry))}")
 
 
-def check_isolate(isolate: str | None) -> str | None:
-    """``isolate`` itself if it is None or a known sandbox provider, else a ``ValueError``."""
+def check_isolate(isolate: str | None) -> None:
+    """A ``ValueError`` unless ``isolate`` is None or a known sandbox provider."""
     if isolate is not None and isolate not in ISOLATION_PROVIDERS:
         raise ValueError(f"isolate={isolate!r}: use one of {', '.join(ISOLATION_PROVIDERS)}")
-    return isolate
 
 
 def check_nesting(env_ids: list[str], isolate: str | None) -> None:
@@ -120,7 +119,8 @@ def make(env_id: str, isolate: str | None = None, **kwargs: Any) -> Any:
     API (one generic worker protocol for every env), for untrusted envs and long runs.
     """
     s = spec(env_id)
-    check_nesting([env_id], check_isolate(isolate))
+    check_isolate(isolate)
+    check_nesting([env_id], isolate)
     if isolate is not None:
         from agentgym.sandbox.isolated_env import IsolatedEnv  # the core does not need sandbox/
 

@@ -122,7 +122,8 @@ def evaluate(
     check_backend(backend, address)
     suite = TaskSuite.load(suite) if isinstance(suite, str) else suite
     options = check_suite_options(sorted({t.env for t in suite}), env_options or {})
-    check_nesting(sorted({t.env for t in suite}), check_isolate(isolate))
+    check_isolate(isolate)
+    check_nesting(sorted({t.env for t in suite}), isolate)
     factory = agent_factory(agent) if isinstance(agent, str) else agent
     agent_name = (
         agent if isinstance(agent, str) else getattr(agent, "__name__", type(agent).__name__)
@@ -136,9 +137,7 @@ def evaluate(
         "time_limit_s": time_limit_s,
         "seed": seed,
     }
-    if check_isolate(
-        isolate
-    ):  # only when set, so the run ids (and resume) of plain runs stay as they were
+    if isolate is not None:  # only when set, so the run ids (and resume) of plain runs stay
         config["isolate"] = isolate
     if options:  # likewise: plain runs keep their ids; checked values, so true == True
         checked = next(iter(options.values()))
@@ -151,7 +150,7 @@ def evaluate(
         suite.name,
         agent_name,
         config,
-        _versions(),
+        versions(),
         _git_sha(),
     )
     done = store.finished(run_id, include_errors=not retry_errors)
@@ -335,9 +334,11 @@ def _suite_digest(suite: TaskSuite) -> str:
     return h.hexdigest()[:16]
 
 
-def _versions() -> dict[str, str]:
+def versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """Python's and the packages' versions a run records (``extra``: more packages, e.g. the
+    trainer's torch and transformers)."""
     out = {"python": platform.python_version()}
-    for pkg in ("agentgym", "gymnasium", "pydantic"):
+    for pkg in ("agentgym", "gymnasium", "pydantic", *extra):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -352,4 +353,6 @@ def _git_sha() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return res.stdout.strip() or None if res.returncode == 0 else None
+    if res.returncode != 0:
+        return None
+    return res.stdout.strip() or None

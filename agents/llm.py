@@ -125,9 +125,8 @@ class ChatAgent:
         self.seed: int | None = info.get("seed")
         self.tools = info.get("tools") if self.config.native_tools else None
         self.free_text = bool(info.get("tools"))
-        self.messages: list[Message] = [{"role": "system", "content": self.system_prompt}] * bool(
-            self.system_prompt
-        ) + self.few_shot
+        system: list[Message] = [{"role": "system", "content": self.system_prompt}]
+        self.messages: list[Message] = (system if self.system_prompt else []) + self.few_shot
         self._tool_call_ids: list[str] = []
 
     def act(self, observation: str, info: dict[str, Any]) -> Action:

@@ -324,28 +324,47 @@ def training_success(results: list[dict]) -> str:
     return "Success on the GRPO training rollouts (mean over steps and seeds): " + "; ".join(parts)
 
 
-def behaviour(results: list[dict]) -> str:
-    """What the routed arms' held-out episodes did: switches, pick-ups, turns used."""
+def routed_stats(results: list[dict]) -> dict[str, float] | None:
+    """What the routed arms' held-out episodes did: switches, episodes, pick-ups, mean turns."""
     recs = [r for res in results for arm in ("pa_moe", "obs_only") for r in res[arm] if r["ok"]]
     if not recs:
+        return None
+    return {
+        "switches": sum(len(r["switches"]) for r in recs),
+        "episodes": len(recs),
+        "took": sum(r["boundary"] is not None for r in recs),
+        "turns": sum(r["turns"] for r in recs) / len(recs),
+    }
+
+
+def behaviour(results: list[dict]) -> str:
+    """:func:`routed_stats` in words."""
+    st = routed_stats(results)
+    if st is None:
         return ""
-    switches = sum(len(r["switches"]) for r in recs)
-    took = sum(r["boundary"] is not None for r in recs)
-    turns = sum(r["turns"] for r in recs) / len(recs)
     return (
-        f"Both routers' held-out episodes: {switches} switches in {len(recs)} episodes (greedy "
-        f"routing kept the first expert throughout), {took} picked anything up, "
-        f"{turns:.1f} turns on average."
+        f"Both routers' held-out episodes: {st['switches']} switches in {st['episodes']} episodes "
+        f"(greedy routing kept the first expert throughout), {st['took']} picked anything up, "
+        f"{st['turns']:.1f} turns on average."
     )
 
 
+def clean_wins(results: list[dict]) -> dict[str, int]:
+    """Held-out clean-task successes per arm (``sft``: after SFT alone)."""
+    return {
+        arm: sum(r["success"] for r in _records(results, arm, "clean")) for arm in ("sft", *ARMS)
+    }
+
+
+def nothing_learned(results: list[dict]) -> bool:
+    """No held-out episode of any arm succeeded, clean or put, after SFT or after GRPO."""
+    put = sum(r["success"] for arm in ("sft", *ARMS) for r in _records(results, arm, "put"))
+    return not put and not any(clean_wins(results).values())
+
+
 def finding(results: list[dict]) -> str:
-    clean = {arm: _records(results, arm, "clean") for arm in ("sft", *ARMS)}
-    wins = {arm: sum(r["success"] for r in recs) for arm, recs in clean.items()}
-    n = len(clean["pa_moe"])
-    beats = wins["pa_moe"] > max(wins["single"], wins["obs_only"])
-    solved = sum(r["success"] for arm in ("sft", *ARMS) for r in _records(results, arm, "put"))
-    if not solved and not any(wins.values()):
+    wins, n = clean_wins(results), len(_records(results, "pa_moe", "clean"))
+    if nothing_learned(results):
         return (
             "Nothing learns at this scale: no held-out episode of any arm succeeds, after SFT "
             "or after GRPO, so the comparison PA-MoE is built for is not measured here. With no "
@@ -353,6 +372,7 @@ def finding(results: list[dict]) -> str:
             "gradient and the routers learn only from the switching penalty and the load-balance "
             "loss, so their switches are not evidence of phase detection. " + behaviour(results)
         )
+    beats = wins["pa_moe"] > max(wins["single"], wins["obs_only"])
     return (
         f"On the held-out clean tasks PA-MoE won {wins['pa_moe']}/{n}, the single LoRA policy "
         f"{wins['single']}/{n}, the observation-only router {wins['obs_only']}/{n} (after SFT "

@@ -269,16 +269,3 @@ def test_delta_reward_option_credits_the_change_and_still_skips_failed_calls():
     assert bandit.reward(0.6) and bandit.rs == [pytest.approx(0.1)]
     bandit.select(context)
     assert bandit.reward(0.55) and bandit.rs[-1] == pytest.approx(-0.05)
-
-
-def test_defaults_are_the_methods_settings():
-    c = AlsoConfig()
-    assert (c.eta, c.gamma, c.epochs, c.lr, c.batch_size, c.hidden) == (5.0, 0.9, 100, 1e-2, 8, 100)
-    assert (c.selector, c.arm_text, c.reward, c.arms, c.eta_sqrt_decay) == (
-        "expo",
-        "persona",
-        "level",
-        13,
-        False,
-    )
-    assert c.arm_centre is False  # our option, off: METHODS.md embeds the arm texts as they are

@@ -8,16 +8,28 @@ import pytest
 
 from agentgym.agents.kbqa_r1 import KBQAR1Recipe
 from agentgym.agents.pa_moe import PAMoEConfig
+from agentgym.registry import spec
+from agentgym.task import TaskSuite
 from agentgym.train.config import load_config
+from agentgym.train.credit import get_credit
+from agentgym.train.policy import get_policy
 
 ROOT = Path(__file__).resolve().parents[1] / "configs" / "methods"
 TRAIN = sorted(ROOT.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", TRAIN, ids=[p.stem for p in TRAIN])
-def test_train_configs_validate(path):
+def test_train_configs_name_things_that_exist(path):
+    """Beyond validating: the env, its suites and every plug-in the config names resolve."""
     cfg = load_config(path)
-    assert cfg.steps > 0
+    spec(cfg.env.id)
+    for suite in (cfg.env.suite, cfg.env.eval_suite):
+        if suite is not None:
+            assert TaskSuite.load(suite).filter(cfg.env.tags, cfg.env.limit).tasks
+    if cfg.algo.credit is not None:
+        get_credit(cfg.algo.credit)
+    if cfg.model.policy is not None:
+        get_policy(cfg.model.policy)
 
 
 def test_kbqa_r1_grpo_config_follows_the_recipe():

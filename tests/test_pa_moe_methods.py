@@ -81,7 +81,8 @@ def test_a_run_where_nothing_succeeds_is_reported_as_such():
     rec["turns"] = 16
     put = {**rec, "kind": "put"}
     res = {arm: [rec, put] for arm in ("sft", *m.ARMS)} | {"seed": 0}
-    assert m.finding([res]).startswith("Nothing learns at this scale")
-    assert "0 switches in 4 episodes" in m.finding([res])
+    assert m.nothing_learned([res])
+    assert m.routed_stats([res]) == {"switches": 0, "episodes": 4, "took": 0, "turns": 16.0}
     won = {**res, "pa_moe": [{**rec, "success": True}, put]}
-    assert "PA-MoE is ahead" in m.finding([won])
+    assert not m.nothing_learned([won])
+    assert m.clean_wins([won]) == {"sft": 0, "single": 0, "pa_moe": 1, "obs_only": 0}

@@ -11,8 +11,6 @@ store.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +20,7 @@ import numpy as np
 import torch
 
 from agentgym.metrics import wilson_interval
-from agentgym.runner import run_id_for
+from agentgym.runner import run_id_for, versions
 from agentgym.task import Task, TaskSuite
 from agentgym.train import checkpoint
 from agentgym.train.advantages import advantage_collapse_rate
@@ -359,7 +357,7 @@ class Trainer:
             self.cfg.env.eval_suite or self.cfg.env.id,
             f"train:{self.cfg.algo.name}:{self.cfg.model.path}",
             config | {"samples": self.cfg.eval_samples, "temperature": self.cfg.eval_temperature},
-            _versions(),
+            versions(("torch", "transformers")),
             None,
         )
         tags = {t.id: t.tags for t in tasks}
@@ -445,8 +443,7 @@ def _to(mb: Batch, device: str) -> Batch:
 
 def _open_store(cfg: TrainConfig) -> tuple[Any, str]:
     """The store and this run's id (a hash of the config: a rerun resumes the same run)."""
-    blob = json.dumps(cfg.model_dump(), sort_keys=True)
-    run_id = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    run_id = run_id_for(cfg.model_dump())
     if cfg.db is None:
         return None, run_id
     from agentgym.store import Store
@@ -458,19 +455,7 @@ def _open_store(cfg: TrainConfig) -> tuple[Any, str]:
         cfg.env.suite or cfg.env.id,
         f"train:{cfg.algo.name}:{cfg.model.path}",
         cfg.model_dump(),
-        _versions(),
+        versions(("torch", "transformers")),
         None,
     )
     return store, run_id
-
-
-def _versions() -> dict[str, str]:
-    import transformers
-
-    import agentgym
-
-    return {
-        "agentgym": getattr(agentgym, "__version__", ""),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    }

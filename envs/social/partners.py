@@ -181,13 +181,6 @@ def other_offers(config: SocialConfig, state: GameState, seat: int) -> list[floa
     return [utility(config.deal, m, 1 - seat, seat) for m in state.offers_made[1 - seat]]
 
 
-def last_concession(config: SocialConfig, state: GameState, seat: int) -> float:
-    """How much the other side's last turn improved its proposal (for ``seat``); 0 when that
-    turn was no proposal (talk, a refusal) or its first one."""
-    turns = turn_tags(config, state, seat)
-    return turns[-1].concession if turns else 0.0
-
-
 def other_wishes(deal: ItemDeal, state: GameState, seat: int) -> dict[str, float]:
     """Units of each item the other side has asked for, on average: a guess at what it values."""
     asks = [dict(m.share) for m in state.offers_made[1 - seat]]
