@@ -37,6 +37,10 @@ class Agent(Protocol):
         """Choose the next action."""
 
 
+# An agent that plays only some tasks of an env (a scripted policy for some task types) may also
+# define ``check_task(task) -> None``, raising ValueError for a task it cannot play: `agentgym
+# eval` calls it on every task before the first episode and refuses the run with the reasons.
+
 AgentFactory = Callable[[Any], Agent]
 """Builds a fresh agent for one episode, given that episode's env."""
 

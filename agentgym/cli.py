@@ -282,9 +282,31 @@ def preflight(tasks: TaskSuite, specs: list[str], env_options: dict[str, Any]) -
     env = agentgym.make(tasks.tasks[0].env, **checked.get(tasks.tasks[0].env, {}))
     try:
         for spec in specs:
-            agentgym.agent_factory(spec)(env)
+            _check_tasks(spec, agentgym.agent_factory(spec)(env), tasks)
     finally:
         env.close()
+
+
+def _check_tasks(spec: str, agent: Any, tasks: TaskSuite) -> None:
+    """Refuse tasks the agent says it cannot play (its optional ``check_task``)."""
+    if not hasattr(agent, "check_task"):
+        return
+    refused: dict[str, list[str]] = {}
+    for task in tasks:
+        try:
+            agent.check_task(task)
+        except ValueError as e:
+            refused.setdefault(str(e), []).append(task.id)
+    if refused:
+        shared = os.path.commonprefix(list(refused)) if len(refused) > 1 else ""
+        shared = shared[: shared.rfind(" ") + 1]  # whole words said once: "... only, not "
+        reasons = shared + ", ".join(
+            f"{why[len(shared) :]} ({len(ids)}, e.g. {ids[0]})" for why, ids in refused.items()
+        )
+        count = sum(map(len, refused.values()))
+        raise ValueError(
+            f"{spec} cannot play {count} of {len(tasks)} tasks: {reasons}; choose tasks with --tag"
+        )
 
 
 def _print_errors(store: Store, run_ids: list[str]) -> int:

@@ -252,3 +252,13 @@ def test_nested_sandboxes_are_refused_before_the_run(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "Swe-v0 runs its commands in a sandbox of its own" in result.output
     assert not db.exists()
+
+
+def test_preflight_refuses_tasks_the_agent_cannot_play(tmp_path):
+    db = tmp_path / "r.db"
+    result = runner.invoke(app, ["eval", "household/valid_seen", "-a", "search:", "--db", str(db)])
+    assert result.exit_code == 2 and not db.exists()
+    assert "search: cannot play 92 of 140 tasks: the searcher plays" in result.output
+    assert "'pick_two_obj_and_place' (24, e.g. household-valid_seen-0010)" in result.output
+    ok = ["eval", "household/valid_seen", "-a", "search:", "--tag", "put", "--limit", "2"]
+    assert runner.invoke(app, [*ok, "--db", str(db)]).exit_code == 0

@@ -148,10 +148,13 @@ def next_command(
     return _one_phase(read_history(observations, actions))
 
 
+ONE_PHASE = ("pick_and_place_simple", "look_at_obj_in_light")
+"""The task types the one-phase searcher plays: put and examine."""
+
+
 def _one_phase(k: Knowledge) -> str:
     """The next command of a ``put`` or ``examine`` task."""
-    if k.goal.task_type not in ("pick_and_place_simple", "look_at_obj_in_light"):
-        raise ValueError(f"the searcher plays put and examine tasks only, not {k.goal.task_type!r}")
+    _check_type(k.goal.task_type, ONE_PHASE)
     if k.held is not None and type_of(k.held) == k.goal.object:
         return _deliver(k, k.held)
     return _find(k, k.goal.object)
@@ -224,6 +227,13 @@ class SearchAgent:
         self.observations: list[str] = []
         self.actions: list[str] = []
 
+    plays = ONE_PHASE
+    """Task types it plays; :meth:`check_task` refuses the others before a run starts."""
+
+    def check_task(self, task: Any) -> None:
+        """``ValueError`` for a task whose type this searcher does not play."""
+        _check_type(parse_goal(task.instruction).task_type, self.plays)
+
     def reset(self, info: dict[str, Any]) -> None:
         self.observations, self.actions = [], []
 
@@ -232,6 +242,16 @@ class SearchAgent:
         action = self.command(self.observations, self.actions, self.order)
         self.actions.append(action)
         return action
+
+
+_SHORT = {"pick_and_place_simple": "put", "look_at_obj_in_light": "examine"}
+
+
+def _check_type(task_type: str, plays: tuple[str, ...]) -> None:
+    if task_type not in plays:
+        names = [_SHORT.get(t, t.split("_")[1]) for t in plays]  # pick_clean_then... -> clean
+        said = ", ".join(names[:-1]) + f" and {names[-1]}"
+        raise ValueError(f"the searcher plays {said} tasks only, not {task_type!r}")
 
 
 def search_agent(arg: str, env: Any) -> SearchAgent:
@@ -273,4 +293,5 @@ class PhasedSearchAgent(SearchAgent):
     """:class:`SearchAgent` that also plays ``clean`` tasks (:func:`next_command_phased`)."""
 
     name = "search-phased"
+    plays = (*ONE_PHASE, CLEAN_TYPE)
     command = staticmethod(next_command_phased)
