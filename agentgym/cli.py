@@ -24,7 +24,7 @@ from agentgym.registry import check_isolate, check_nesting
 from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_backend
 from agentgym.sandbox.cli import sandbox_app
-from agentgym.store import Store
+from agentgym.store import Store, StoreError
 from agentgym.task import TaskSuite
 
 app = typer.Typer(
@@ -261,6 +261,9 @@ def eval_(
                 )
                 store.close()
                 os._exit(130)  # in-flight episode threads must not keep the process alive
+            except StoreError as e:  # the disk filled up, the file became read-only
+                err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+                os._exit(2)  # as above: episode threads are still running
         run_ids.append(result.run_id)
     _print_report(store, run_ids, plot)
     if _print_errors(store, run_ids):
@@ -381,7 +384,7 @@ def report(
     with user_errors():
         if not db.is_file():
             raise FileNotFoundError(f"no database at {db}")
-        store = agentgym.Store(db)
+        store = agentgym.Store(db, read_only=True)
         if as_json:
             from dataclasses import asdict
 
@@ -464,7 +467,7 @@ def export(
             raise ValueError(f"--format must be 'episodes' or 'chat', got {fmt!r}")
         if not db.is_file():
             raise FileNotFoundError(f"no database at {db}")
-        store = agentgym.Store(db)
+        store = agentgym.Store(db, read_only=True)
         runs = [store.run(run)] if run else store.runs()
         if agent is not None:
             agents = sorted({r["agent"] for r in runs})

@@ -2,11 +2,17 @@
 
 An episode and its steps are written in one transaction keyed by (run, task, sample), so a process
 killed at any moment leaves every finished episode exactly once and no partial one.
+
+A file that is not a store, cannot be opened or written (read-only, disk full) is a
+:class:`StoreError` naming the file and what went wrong, never an sqlite3 traceback; readers
+(``report``, ``view``, ``export``) open with ``read_only=True`` and work on read-only files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,20 +82,69 @@ _INSERT_STEP = (
 )
 
 
-class Store:
-    """Results of evaluation runs in one SQLite file (``None`` or ``":memory:"`` for in-memory)."""
+class StoreError(ValueError):
+    """The store file cannot be used: not SQLite, not a store, read-only, or the disk is full."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        if path is None or str(path) == ":memory:":
-            self.db = sqlite_utils.Database(memory=True)
-        else:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite_utils.Database(path)
-            self.db.enable_wal()
-            self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=10000")
+
+def connect_read_only(path: str | Path) -> sqlite3.Connection:
+    """A read-only connection that also works where SQLite cannot create its WAL index file.
+
+    ``mode=ro`` sees a concurrent writer's commits (the live viewer), but a WAL database in a
+    read-only folder cannot be opened that way; there ``immutable=1`` (nobody can write it there).
+    """
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+        conn.execute("select count(*) from sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+
+
+@contextlib.contextmanager
+def _explained(path: Any, doing: str) -> Iterator[None]:
+    """sqlite3 errors as one :class:`StoreError` line: the file, what we did, what went wrong."""
+    try:
+        yield
+    except sqlite3.DatabaseError as e:
+        hint = ""
+        if "readonly" in str(e) or "unable to open" in str(e):
+            hint = " (eval needs a writable file and folder; report, view and export read it)"
+        elif "not a database" in str(e):
+            hint = " (the file is not an SQLite database)"
+        raise StoreError(f"cannot {doing.format(path=path)}: {e}{hint}") from None
+
+
+class Store:
+    """Results of evaluation runs in one SQLite file (``None`` or ``":memory:"`` for in-memory).
+
+    ``read_only=True`` opens an existing store for reading only (reports of a read-only file).
+    """
+
+    def __init__(self, path: str | Path | None = None, read_only: bool = False) -> None:
         self.path = path
-        self._create()
+        if read_only:
+            if path is None or str(path) == ":memory:" or not Path(path).is_file():
+                raise StoreError(f"no store at {path} to read")
+            with _explained(path, "read {path}"):
+                self.db = sqlite_utils.Database(connect_read_only(path))
+                self._check_tables()
+            return
+        with _explained(path, "open {path} for writing"):
+            if path is None or str(path) == ":memory:":
+                self.db = sqlite_utils.Database(memory=True)
+            else:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite_utils.Database(path)
+                self.db.enable_wal()
+                self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=10000")
+            self._create()
+
+    def _check_tables(self) -> None:
+        missing = {"runs", "episodes", "steps"} - set(self.db.table_names())
+        if missing:
+            raise StoreError(f"{self.path} is not an agentgym store: no table {sorted(missing)}")
 
     def _create(self) -> None:
         self.db.table("runs").create(_RUNS, pk="id", if_not_exists=True)
@@ -125,7 +180,7 @@ class Store:
         git_sha: str | None,
     ) -> None:
         """Record a run unless it exists (a rerun of the same command resumes it)."""
-        with self.db.conn:
+        with _explained(self.path, "write to {path}"), self.db.conn:
             self.db.table("runs").insert(
                 {
                     "id": run_id,
@@ -169,7 +224,7 @@ class Store:
         key = [run_id, ep.task_id, ep.sample]
         # Plain executes on purpose: sqlite-utils' insert helpers commit on their own, which would
         # split this into several transactions and let a kill leave an episode without its steps.
-        with self.db.conn as conn:
+        with _explained(self.path, "write to {path}"), self.db.conn as conn:
             conn.execute("delete from steps where run_id=? and task_id=? and sample=?", key)
             conn.execute(_INSERT_EPISODE, _episode_row(run_id, ep, tags or []))
             conn.executemany(_INSERT_STEP, (_step_row(key, s) for s in ep.steps))

@@ -160,14 +160,23 @@ Problem = tuple[int, str]
 def _parse(path: Path) -> tuple[list[tuple[int, Task]], list[Problem]]:
     tasks: list[tuple[int, Task]] = []
     problems: list[Problem] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    with open(path, "rb") as fh:  # bytes: one bad line must not hide the others
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                problems.append(
+                    (lineno, f"<row>: not UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}")
+                )
+                continue
             if not line.strip():
                 continue
             try:
                 tasks.append((lineno, Task.model_validate(json.loads(line))))
             except json.JSONDecodeError as e:
                 problems.append((lineno, f"<row>: not valid JSON: {e.msg} at column {e.colno}"))
+            except RecursionError:
+                problems.append((lineno, "<row>: not a task: JSON nested too deep to read"))
             except ValidationError as e:
                 problems += [(lineno, f"{_loc(err)}: {err['msg']}") for err in e.errors()]
     return tasks, problems

@@ -1,17 +1,20 @@
 """The viewer's FastAPI app: a JSON API over one store, and the static page that draws it.
 
 FastAPI because ``agentgym serve`` already uses it (same ``llm`` extra, nothing new to install),
-its query models validate filters with clear 422 messages, and sync endpoints run in a thread
-pool where each thread keeps its own read-only SQLite connection. The page is plain HTML, CSS and
-JavaScript modules: no build step.
+its query models validate filters (a bad one is a 400 naming the field), and sync endpoints run
+in a thread pool where each thread keeps its own read-only SQLite connection. The page is plain
+HTML, CSS and JavaScript modules: no build step. Requests naming another host than the viewer's
+address are refused (DNS rebinding: a web page cannot read the store through the browser).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -22,11 +25,55 @@ from agentgym.viewer.db import StoreReader
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(db: str | Path | StoreReader) -> FastAPI:
-    """The viewer for the store at ``db`` (checked now: a missing or foreign file raises)."""
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def allowed_hosts(bound: str) -> set[str] | None:
+    """Host names a request may carry for a viewer bound to ``bound`` (None: any).
+
+    Bound to loopback or one address: that address and the loopback names, so a web page on
+    another site whose name resolves to 127.0.0.1 (DNS rebinding) cannot read the store. Bound
+    to every interface (``0.0.0.0``, ``::``): the user chose to serve any name; no check.
+    """
+    if bound in ("0.0.0.0", "::", ""):
+        return None
+    return {bound.lower(), *LOOPBACK}
+
+
+def host_name(header: str) -> str:
+    """``example.com:8765`` -> ``example.com``; ``[::1]:8765`` -> ``::1``."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0].lower()
+    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
+
+
+def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = None) -> FastAPI:
+    """The viewer for the store at ``db`` (checked now: a missing or foreign file raises).
+
+    ``allowed``: the host names requests may name in ``Host`` (see :func:`allowed_hosts`);
+    others get 400. None accepts any (in-process test clients).
+    """
     reader = db if isinstance(db, StoreReader) else StoreReader(db)
     app = FastAPI(title="agentgym viewer", docs_url="/api/docs", redoc_url=None)
     app.state.reader = reader
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"] if p not in ("query", "path"))
+        return JSONResponse({"detail": f"{where}: {first['msg']}"}, status_code=400)
+
+    @app.middleware("http")
+    async def check_host(request: Request, call_next: Any) -> Any:
+        if allowed is not None and host_name(request.headers.get("host", "")) not in allowed:
+            return JSONResponse(
+                {
+                    "detail": f"Host header {request.headers.get('host')!r} is not this viewer's "
+                    f"address ({', '.join(sorted(allowed))})"
+                },
+                status_code=400,
+            )
+        return await call_next(request)
 
     @app.exception_handler(KeyError)
     async def not_found(request: Request, exc: KeyError) -> JSONResponse:
@@ -73,7 +120,9 @@ def _api_routes(app: FastAPI, db: StoreReader) -> None:
         return plots.tag_summaries(db, run_id)
 
     @app.get("/api/episode")
-    def episode(run: str, task: str, sample: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+    def episode(
+        run: str, task: str, sample: Annotated[int, Query(ge=0, le=queries.MAX_INT)] = 0
+    ) -> dict[str, Any]:
         return episode_view.episode(db, run, task, sample)
 
     @app.get("/api/compare")
@@ -81,7 +130,7 @@ def _api_routes(app: FastAPI, db: StoreReader) -> None:
         a: str,
         b: str,
         only: queries.CompareOnly = "all",
-        page: Annotated[int, Query(ge=1)] = 1,
+        page: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 1,
         page_size: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> dict[str, Any]:
         return queries.compare(db, a, b, only, page, page_size)

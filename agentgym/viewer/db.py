@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentgym.store import connect_read_only
+
 TABLES = ("runs", "episodes", "steps")
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 64 * 1024
@@ -50,7 +52,7 @@ class StoreReader:
     def conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, check_same_thread=False)
+            conn = connect_read_only(self.path)  # read-only files and folders too
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA query_only=1")
             conn.execute("PRAGMA busy_timeout=5000")

@@ -27,19 +27,25 @@ SORT_COLUMNS = {
 SortKey = Literal["task", "steps", "score", "reward", "duration", "tokens", "cost", "started"]
 
 
+MAX_INT = 2**63 - 1
+"""SQLite's largest integer: a bigger number in a filter is a 400, not an overflow (500)."""
+MAX_PAGE = 10**9
+"""Pages past this would put the row offset beyond SQLite's integers."""
+
+
 class EpisodeFilter(BaseModel):
     """Query parameters of the episode list (also what the browser keeps in its URL)."""
 
     success: Literal["any", "yes", "no"] = "any"
     status: Literal["any", "completed", "limit", "error"] = "any"
     tag: str | None = None
-    min_steps: int | None = Field(None, ge=0)
-    max_steps: int | None = Field(None, ge=0)
+    min_steps: int | None = Field(None, ge=0, le=MAX_INT)
+    max_steps: int | None = Field(None, ge=0, le=MAX_INT)
     q: str | None = Field(None, max_length=500)
     """Case-insensitive substring of the task id or the task text (instruction)."""
     sort: SortKey = "task"
     desc: bool = False
-    page: int = Field(1, ge=1)
+    page: int = Field(1, ge=1, le=MAX_PAGE)
     page_size: int = Field(50, ge=1, le=500)
 
 

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from agentgym.viewer.app import create_app
+from agentgym.viewer.app import allowed_hosts, create_app
 
 
 def serve(db: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
@@ -17,7 +17,7 @@ def serve(db: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
     """
     import uvicorn
 
-    app = create_app(db)
+    app = create_app(db, allowed_hosts(host))
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -39,7 +39,9 @@ class ViewerThread:
         import uvicorn
 
         self.server = uvicorn.Server(
-            uvicorn.Config(create_app(db), host=host, port=port, log_level="warning")
+            uvicorn.Config(
+                create_app(db, allowed_hosts(host)), host=host, port=port, log_level="warning"
+            )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
