@@ -9,7 +9,9 @@ for free.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,6 +42,8 @@ class Snapshot:
     state: Any
     rng_state: dict[str, Any]
     done: bool
+    last_observation: str | None = None
+    """What :meth:`TextEnv.render` showed; ``restore`` puts it back (None: not recorded)."""
 
 
 class TextEnv(gymnasium.Env[str, str]):
@@ -179,6 +183,7 @@ class TextEnv(gymnasium.Env[str, str]):
             copy.deepcopy(self.state),
             copy.deepcopy(dict(self.np_random.bit_generator.state)),
             self.done,
+            self.last_observation,
         )
 
     def restore(self, snapshot: Snapshot) -> None:
@@ -191,6 +196,20 @@ class TextEnv(gymnasium.Env[str, str]):
         self.config = copy.deepcopy(snapshot.config)
         self.state = copy.deepcopy(snapshot.state)
         self.np_random.bit_generator.state = copy.deepcopy(snapshot.rng_state)
+        if snapshot.last_observation is not None:
+            self.last_observation = snapshot.last_observation
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Envs that write their own ``snapshot``/``restore`` keep the last observation too.
+
+        Without this, an override that builds its ``Snapshot`` itself (or restores without
+        ``super()``) left ``render()`` showing the text of the step after the snapshot.
+        """
+        super().__init_subclass__(**kwargs)
+        if "snapshot" in cls.__dict__:
+            cls.snapshot = _recording_observation(cls.__dict__["snapshot"])  # type: ignore[method-assign]
+        if "restore" in cls.__dict__:
+            cls.restore = _restoring_observation(cls.__dict__["restore"])  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ tasks
     @property
@@ -218,6 +237,27 @@ class TextEnv(gymnasium.Env[str, str]):
         )
 
 
+def _recording_observation(snapshot: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    @functools.wraps(snapshot)
+    def wrapper(self: TextEnv) -> Any:
+        snap = snapshot(self)
+        if isinstance(snap, Snapshot) and snap.last_observation is None:
+            snap = dataclasses.replace(snap, last_observation=self.last_observation)
+        return snap
+
+    return wrapper
+
+
+def _restoring_observation(restore: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    @functools.wraps(restore)
+    def wrapper(self: TextEnv, snapshot: Any) -> None:
+        restore(self, snapshot)
+        if isinstance(snapshot, Snapshot) and snapshot.last_observation is not None:
+            self.last_observation = snapshot.last_observation
+
+    return wrapper
+
+
 @functools.cache
 def _demonstration(
     env_type: type[TextEnv], suite: str, turns: int
@@ -228,7 +268,10 @@ def _demonstration(
     messages: list[tuple[tuple[str, str], ...]] = []
     for _ in range(turns):
         action = env.expert_action()
-        messages += [(("role", "user"), ("content", obs)), (("role", "assistant"), ("content", action))]
+        messages += [
+            (("role", "user"), ("content", obs)),
+            (("role", "assistant"), ("content", action)),
+        ]
         obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             break

@@ -326,3 +326,128 @@ def test_the_reaper_removes_local_folders_of_owners_killed_with_9(tmp_path):
         assert not any(f.exists() for f in folders) and mine._etc.is_dir()
     finally:
         mine.close_all()
+
+
+# ---------------------------------------------------------------------------- viewer
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    db = tmp_path_factory.mktemp("store") / "runs.db"
+    suite = TaskSuite.load("clarify/test").filter(limit=3)
+    result = agentgym.evaluate(suite, "expert", db=db)
+    result.store.close()
+    return db, result.run_id
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        ("/api/runs/{run}/episodes", {"page": 9223372036854775807}, "page"),
+        ("/api/runs/{run}/episodes", {"min_steps": "1e23"}, "min_steps"),
+        ("/api/runs/{run}/episodes", {"max_steps": 2**70}, "max_steps"),
+        ("/api/episode", {"run": "{run}", "task": "t", "sample": "1e20"}, "sample"),
+        ("/api/compare", {"a": "{run}", "b": "{run}", "page": 10**19}, "page"),
+    ],
+)
+def test_the_viewer_answers_huge_numbers_with_a_400(small_store, path, params, field):
+    from agentgym.viewer.server import ViewerThread
+
+    db, run = small_store
+    with ViewerThread(db) as viewer:
+        params = {k: str(v).replace("{run}", run) for k, v in params.items()}
+        r = httpx.get(viewer.url + path.replace("{run}", run).lstrip("/"), params=params)
+    assert r.status_code == 400 and r.json()["detail"].startswith(field)
+
+
+def test_the_viewer_refuses_other_host_names(small_store):
+    from agentgym.viewer.server import ViewerThread
+
+    db, _ = small_store
+    with ViewerThread(db) as viewer:
+        port = viewer.url.rsplit(":", 1)[1].rstrip("/")
+        names = {n: f"{n}:{port}" for n in ("evil.example", "127.0.0.1", "localhost", "[::1]")}
+        codes = {
+            n: httpx.get(viewer.url + "api/runs", headers={"Host": h}).status_code
+            for n, h in names.items()
+        }
+    assert codes == {"evil.example": 400, "127.0.0.1": 200, "localhost": 200, "[::1]": 200}
+
+
+# ---------------------------------------------------------------------------- CLI errors
+def _cli(*args: str, cwd: Path, wrap: list[str] | None = None) -> subprocess.CompletedProcess:
+    command = [*(wrap or []), sys.executable, "-m", "agentgym.cli", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _one_line_error(r: subprocess.CompletedProcess, *words: str) -> None:
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def _read_only(folder: Path) -> list[str]:
+    """Run a command with ``folder`` mounted read-only (tests run as root: chmod would not do)."""
+    root = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    return [*root, "--ro-bind", str(folder), str(folder), "--chdir", str(folder)]
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="read-only and full folders come from bubblewrap")
+def test_a_read_only_store_is_read_by_report_view_and_export_and_refused_by_eval(small_store):
+    db, run = small_store
+    wrap = _read_only(db.parent)
+    report = _cli("report", db.name, "--json", cwd=db.parent, wrap=wrap)
+    assert report.returncode == 0 and json.loads(report.stdout)[0]["run"] == run
+    export = _cli("export", db.name, cwd=db.parent, wrap=wrap)
+    assert export.returncode == 0 and len(export.stdout.splitlines()) == 3
+    viewer = "from agentgym.viewer.db import StoreReader; print(StoreReader('runs.db').version())"
+    view = subprocess.run([*wrap, sys.executable, "-c", viewer], capture_output=True, text=True)
+    assert view.returncode == 0, view.stderr
+    ev = _cli("eval", "clarify/test", "-a", "random", "--limit", "1", "--db", db.name,
+              cwd=db.parent, wrap=wrap)  # fmt: skip
+    _one_line_error(ev, "cannot open runs.db for writing", "writable")
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="read-only and full folders come from bubblewrap")
+def test_a_full_disk_during_eval_is_one_line(tmp_path):
+    full = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    full += ["--size", "200000", "--tmpfs", str(tmp_path), "--chdir", str(tmp_path)]
+    r = _cli("eval", "clarify/test", "-a", "expert", "--db", "x.db", cwd=tmp_path, wrap=full)
+    _one_line_error(r, "x.db", "disk is full")
+
+
+def test_random_bytes_are_not_a_store(tmp_path):
+    (tmp_path / "noise.db").write_bytes(bytes(range(256)) * 40)
+    _one_line_error(_cli("report", "noise.db", cwd=tmp_path), "noise.db", "not a database")
+    r = _cli("eval", "clarify/test", "-a", "expert", "--limit", "1", "--db", "noise.db",
+             cwd=tmp_path)  # fmt: skip
+    _one_line_error(r, "noise.db", "not a database")
+
+
+def test_tasks_validate_names_deep_and_undecodable_rows_and_the_others(tmp_path):
+    good = (
+        (Path(agentgym.__file__).parents[1] / "tasks" / "clarify" / "test.jsonl").open().readline()
+    )
+    rows = [good.encode(), b"[" * 100_000 + b"\n", b'{"id": "x\xff"}\n', b'{"id": 3}\n']
+    (tmp_path / "bad.jsonl").write_bytes(b"".join(rows))
+    r = _cli("tasks", "validate", "bad.jsonl", cwd=tmp_path)
+    assert "Traceback" not in r.stderr and r.returncode != 0
+    out = r.stdout + r.stderr
+    assert "bad.jsonl:2: <row>: not a task: JSON nested too deep" in out
+    assert "bad.jsonl:3: <row>: not UTF-8: byte 0xff at column 10" in out
+    assert "bad.jsonl:4: id: Input should be a valid string" in out
+
+
+# ---------------------------------------------------------------------------- restore
+@pytest.mark.parametrize("env_id", ["agentgym/Clarify-v0", "agentgym/Household-v0"])
+def test_render_after_restore_shows_the_snapshot_observation(env_id):
+    env = agentgym.make(env_id, render_mode="ansi")
+    try:
+        env.reset(seed=0)
+        shown = env.step(env.unwrapped.expert_action())[0]
+        snap = env.unwrapped.snapshot()
+        after = env.step(env.unwrapped.expert_action())[0]
+        assert after != shown
+        env.unwrapped.restore(snap)
+        assert env.render() == shown
+    finally:
+        env.close()
