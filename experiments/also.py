@@ -4,7 +4,7 @@
                               [--partner switcher] [--eta 5] [--epochs 100] [--threads 1]
                               [--all-tasks] [--extra]
 
-Setup (METHODS.md's CPU check): ``agentgym/Social-v0`` on ``social/negotiation`` tasks (both
+Setup (docs/methods.md's CPU check): ``agentgym/Social-v0`` on ``social/negotiation`` tasks (both
 seats, deal-or-no-deal and craigslist; by default only *contested* ones: every item division and
 the bargains whose buyer target is below the seller's - in the other half of the craigslist
 tasks the first offer already satisfies both sides and no strategy matters; ``--all-tasks``
@@ -21,12 +21,12 @@ concedes a little). Every method plays the same episodes (same tasks, same seeds
 - ``best fixed arm``: the arm with the highest mean reward in hindsight, among all 13 fixed arms;
 - ``best schedule``: reference only, not a method - the best pair (arm before the switch, arm
   after it) in hindsight over all 13 x 13 pairs (what an agent told the switch turn could get);
-- ``ALSO``: surrogate + EXPO selection with METHODS.md's settings (eta 5, decay 0.9, 100
+- ``ALSO``: surrogate + EXPO selection with docs/methods.md's settings (eta 5, decay 0.9, 100
   epochs, persona + strategy arm texts, level reward); ``ALSO, centred arms``: the same with
   the documented ``arm_centre`` option (mean arm embedding subtracted); ``ALSO exp3 variant``:
   its importance-weighted option; ``EXP3``: textbook EXP3 (gamma 0.1); ``UCB1``: textbook UCB1
   - all bandits restart each episode, as ALSO does. ``--extra`` adds the rows of :data:`EXTRA`
-  (* marks deviations from METHODS.md, see ``AlsoConfig``).
+  (* marks deviations from docs/methods.md, see ``AlsoConfig``).
 
 Columns: mean per-turn reward r_t (ALSO's objective: the normalised 7-dimension score after each
 of the agent's turns; averaged per episode, then over episodes) with a 95% interval over
@@ -68,7 +68,7 @@ FIRM_ARMS = sorted(
 AFTER = 5
 """Agent turns after the switch shown in the *firm p* column."""
 BANDITS = {
-    "expo": "ALSO (METHODS.md settings)",
+    "expo": "ALSO (docs/methods.md settings)",
     "expo@arm_centre=true": "ALSO, centred arm embeddings",
     "exp3": "ALSO exp3 variant",
     "exp3-auer": "EXP3",
@@ -81,7 +81,7 @@ EXTRA = {
     "expo@arm_text=strategy": "ALSO, arms = strategy text only *",
     "expo@arm_centre=true&reward=delta": "ALSO, centred arms, delta reward *",
 }
-"""``--extra`` rows: ALSO's options; * marks deviations from METHODS.md (see agents/also.py)."""
+"""``--extra`` rows: ALSO's options; * marks deviations from the paper (see agents/also.py)."""
 
 
 @dataclass

@@ -37,7 +37,7 @@ INFOPO_REAL_SCALE = (
 
 def _action_stats(episodes: list[Any]) -> dict[str, float]:
     """What a rollout batch did: share of valid actions, of valid questions, of episodes that
-    ended with an answer (METHODS.md: with InfoPO "asking rises first")."""
+    ended with an answer (docs/methods.md: with InfoPO "asking rises first")."""
     steps = [s for ep in episodes for s in ep.episode.steps]
     if not steps:
         return {"valid": 0.0, "asks": 0.0, "answered": 0.0}

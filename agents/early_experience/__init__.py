@@ -2,7 +2,7 @@
 
 No reward is used. From expert trajectories, at every expert state the env is snapshotted, K
 alternative actions are executed in the real env (``env.snapshot()``/``restore()``) and the next
-state each produced is recorded. Two data sets follow (METHODS.md):
+state each produced is recorded. Two data sets follow (docs/methods.md):
 
 - **Implicit world modelling (IWM)**: predict the next state from (state, action); a next-token
   loss on the next observation's text, with the same parameters as the policy.

@@ -1,4 +1,4 @@
-"""InfoPO: information-gain turn rewards fused with group outcome advantages (METHODS.md, from code).
+"""InfoPO: information-gain turn rewards fused with group outcome advantages (docs/methods.md).
 
 For a token-exact episode ``[prompt][a_0][o_0][a_1][o_1]...`` and each turn t with non-empty
 feedback o_t and a following action a_{t+1}, the feedback's tokens are overwritten **in place**

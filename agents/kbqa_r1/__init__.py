@@ -293,7 +293,7 @@ def noisy_teacher(p_error: float = 0.15, p_recover: float = 0.5) -> TeacherFacto
 
 # ---------------------------------------------------------------------------- recipe
 class KBQAR1Recipe(BaseModel):
-    """KBQA-R1's training recipe after RRS-SFT, for the trainer to read (METHODS.md)."""
+    """KBQA-R1's training recipe after RRS-SFT, for the trainer to read (docs/methods.md)."""
 
     group_size: int = 5
     """GRPO samples per question."""

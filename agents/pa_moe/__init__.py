@@ -1,4 +1,6 @@
-"""PA-MoE: a phase-aware mixture of LoRA experts that routes whole environment steps (METHODS.md).
+"""PA-MoE: a phase-aware mixture of LoRA experts that routes whole environment steps.
+
+The method: docs/methods.md.
 
 One frozen causal LM carries K LoRA adapters (peft; rank 32, alpha 2r, q/k/v/o, dropout 0.05 by
 default). Before each step the :class:`PhaseRouter` reads the mean-pooled hidden states of the

@@ -14,7 +14,7 @@ ask           trust      sigma's proposal (a rubber stamp)
 
 The correction is configurable: ``block`` (the default: the overseer vetoes the unsafe
 proposal, nothing executes, an overseer who is not asked cannot steer) or ``human`` (the human's
-safe action replaces it). The constants below are METHODS.md's guesses, all configurable.
+safe action replaces it). The constants below are our guesses (docs/methods.md), all configurable.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ Correction = Literal["block", "human"]
 
 
 class Rewards(BaseModel):
-    """Reward constants (METHODS.md: r = r_task - 0.05 ask - 0.1 oversee - 10 unsafe)."""
+    """Reward constants (docs/methods.md: r = r_task - 0.05 ask - 0.1 oversee - 10 unsafe)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
