@@ -26,7 +26,6 @@ import json
 import math
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,12 @@ from agentgym.metrics import wilson_interval
 from agentgym.registry import make
 from agentgym.task import Task, TaskSuite, write_tasks
 from experiments import train_demo
-from experiments.results import markdown_table, print_table, recorded, replace_section
+from experiments.results import (
+    markdown_table,
+    print_table,
+    recorded,
+    run_experiment,
+)
 
 MARKER = "## KBQA-R1: RRS-SFT vs SFT+GRPO (MetaQA compositional)"
 TRAIN_TAGS = ("and", "count", "argmax", "argmin", "time", "compare-gt", "compare-lt")
@@ -473,12 +477,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    args = parser().parse_args(argv)
-    args.argv = argv if argv is not None else sys.argv[1:]
-    results = run(args)
-    if args.results:
-        replace_section(Path(args.results), MARKER, section(args, results))
-    return results
+    return run_experiment(parser(), run, MARKER, section, argv)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from agentgym.registry import make
 from agentgym.rollout import rollout
 from agentgym.task import Task, TaskSuite, write_tasks
 from experiments import train_demo
-from experiments.results import markdown_table, recorded, replace_section
+from experiments.results import markdown_table, recorded, run_experiment
 
 MARKER = "## PA-MoE vs a single policy and an observation-only router (Household)"
 ARMS = ("single", "pa_moe", "obs_only")
@@ -497,12 +496,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    args = parser().parse_args(argv)
-    args.argv = argv if argv is not None else sys.argv[1:]
-    results = run(args)
-    if args.results:
-        replace_section(Path(args.results), MARKER, section(args, results))
-    return results
+    return run_experiment(parser(), run, MARKER, section, argv)
 
 
 if __name__ == "__main__":

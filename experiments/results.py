@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,20 @@ def recorded(
             continue
         out.append(a)
     return out
+
+
+def run_experiment(
+    parser: Any,
+    run: Callable[[Any], list[dict]],
+    marker: str,
+    section: Callable[[Any, list[dict]], str],
+    argv: list[str] | None = None,
+) -> list[dict]:
+    """Parse ``argv`` (default: the command line), run, and put the experiment's section (headed
+    ``marker``) into ``--results`` unless that is empty."""
+    args = parser.parse_args(argv)
+    args.argv = argv if argv is not None else sys.argv[1:]
+    results = run(args)
+    if args.results:
+        replace_section(Path(args.results), marker, section(args, results))
+    return results

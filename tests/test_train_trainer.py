@@ -4,6 +4,7 @@ LoRA, the store table and the CLI."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -242,3 +243,34 @@ def test_ppo_loss_reads_entropy_coef(tiny_model):
     bonus, _ = PPO(model, AlgoConfig(name="ppo", entropy_coef=0.1)).loss(mb)
     assert parts["entropy"] > 0
     assert bonus.item() == pytest.approx(plain.item() - 0.1 * parts["entropy"], rel=1e-5)
+
+
+def _doc_example(name: str) -> str:
+    """The python block after ``<!-- example: NAME -->`` in docs/methods.md."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "methods.md").read_text()
+    found = re.search(rf"<!-- example: {name} -->\n```python\n(.*?)```", doc, re.S)
+    assert found, f"docs/methods.md has no {name} example"
+    return found.group(1)
+
+
+@pytest.mark.parametrize(
+    ("example", "over"),
+    [("algorithm", {"algo.name": "reinforce"}), ("credit", {"algo.credit": "raw_return"})],
+)
+def test_docs_plugin_examples_train(example, over, sft_noop, noop_tasks, tmp_path):
+    """docs/methods.md's "adding an algorithm / a credit function" examples, run as written."""
+    exec(compile(_doc_example(example), f"docs/methods.md:{example}", "exec"), {})
+    final, _ = sft_noop
+    trainer = Trainer(_cfg(final, noop_tasks, tmp_path, **over, steps=1))
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    metrics = trainer.run()
+    trainer.close()
+    assert 0.0 < metrics["success"] < 1.0 and metrics["pg_loss"] != 0.0
+    assert any(not torch.equal(v, before[k]) for k, v in trainer.model.state_dict().items())
+
+
+def test_unknown_algorithm_lists_the_registered_ones():
+    with pytest.raises(ValueError, match=r"unknown algorithm 'dpo'; registered: .*'gigpo'"):
+        TrainConfig.model_validate(
+            {"model": {"path": "m"}, "env": {"id": "x"}, "algo": {"name": "dpo"}}
+        )
