@@ -84,7 +84,8 @@ def test_queries_are_parsed_from_webshop_instructions() -> None:
 
 def test_suite_sizes_tags_and_validation(test_suite: TaskSuite, train_suite: TaskSuite) -> None:
     assert len(test_suite) == 500 and len(train_suite) >= 5000
-    assert sum("webshop" in t.tags for t in test_suite) == 250
+    assert all("webshop" in t.tags for t in test_suite)  # test: WebShop records only
+    assert sum("tau2" in t.tags for t in train_suite) > 5000
     assert check_suite(TASKS / "test.jsonl") == []
     assert {t.instruction for t in test_suite}.isdisjoint(t.instruction for t in train_suite)
     manifest = json.loads((TASKS / "manifest.json").read_text())
@@ -120,7 +121,7 @@ def test_random_agent_is_far_below_the_expert(env: WebShopEnv, test_suite: TaskS
 
 # ------------------------------------------------------------ pages and transitions
 def test_pages_follow_webshop_text_mode(env: WebShopEnv, test_suite: TaskSuite) -> None:
-    task = first(test_suite, "tau2")
+    task = test_suite.tasks[0]
     obs, info = env.reset(seed=0, options={"task": task})
     assert obs == f"WebShop [SEP] Instruction: [SEP] {task.instruction} [SEP] Search"
     assert info["available_actions"] == ["search[<keywords>]"]
@@ -150,9 +151,10 @@ def test_item_page_options_and_sub_pages(env: WebShopEnv) -> None:
     env.reset(seed=0, options={"task": "webshop-test-0000"})
     env.step("search[t-shirt color size material style]")
     obs, *_, info = env.step("click[9523456873]")
+    shirt = bundled_catalog()["9523456873"]
     assert obs.endswith(
         "[SEP] style [SEP] crew neck [SEP] v-neck [SEP] T-Shirt [SEP] Price: $46.66 to $54.84 "
-        "[SEP] Rating: N.A. [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now"
+        f"[SEP] Rating: {shirt.rating} [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now"
     )
     assert {"click[blue]", "click[xxl]", "click[buy now]", "click[features]"} <= set(
         info["available_actions"]
@@ -165,19 +167,21 @@ def test_item_page_options_and_sub_pages(env: WebShopEnv) -> None:
     obs, *_ = env.step("click[< prev]")
     assert env.state.page == "item" and env.state.options == {"color": "blue", "size": "xxl"}
     obs, *_ = env.step("click[reviews]")
-    assert obs.endswith("No reviews found")
+    review = shirt.reviews[0]
+    assert f'< Prev [SEP] "{review.title}" [SEP] {review.score} [SEP] {review.body}' in obs
     env.step("click[back to search]")
     assert env.state.page == "search" and env.state.options == {}
 
 
-def test_buy_scores_with_webshop_reward(env: WebShopEnv) -> None:
-    env.reset(seed=0, options={"task": "webshop-test-0000"})
+def test_buy_scores_with_webshop_reward(env: WebShopEnv, test_suite: TaskSuite) -> None:
+    task = next(t for t in test_suite if len(t.gold["goal_options"]) == 2)
+    env.reset(seed=0, options={"task": task})
     gold = env.gold
-    env.step("search[water bottle]")
+    env.step(f"search[{bundled_catalog()[gold.asin].name}]")
     env.step(f"click[{gold.asin}]")
-    obs, reward, terminated, truncated, info = env.step("click[buy now]")
-    n = len(gold.option_values())
-    assert terminated and not truncated and reward == pytest.approx(1 / (n + 1))
+    obs, reward, terminated, truncated, info = env.step("click[buy now]")  # no option chosen
+    n = len(gold.attributes)
+    assert terminated and not truncated and reward == pytest.approx((n + 1) / (n + 2 + 1))
     assert info["reward_info"]["r_option"] == 0.0 and info["reward_info"]["r_price"] is True
     assert info["success"] is False and "Your score (min 0.0, max 1.0) [SEP] " in obs
     assert env.step("click[buy now]")[4]["valid"] is False
@@ -234,9 +238,8 @@ def test_search_is_bm25_top_50_and_finds_goals(test_suite: TaskSuite) -> None:
     hits = engine.search("find me t-shirt with color: blue")
     assert hits[0] == "9523456873" and len(hits) == SEARCH_RETURN_N
     assert engine.search("zzzz qqqq") == () and engine.search("the and of") == ()
-    webshop = [t for t in test_suite if "webshop" in t.tags]
-    found = sum(t.gold["asin"] in engine.search(t.instruction.lower()) for t in webshop)
-    assert found / len(webshop) > 0.95
+    found = sum(t.gold["asin"] in engine.search(t.instruction.lower()) for t in test_suite)
+    assert found / len(test_suite) > 0.95
     assert SearchEngine(bundled_catalog()).search("red running shoes") == engine.search(
         "red running shoes"
     )
@@ -321,11 +324,11 @@ def test_suites_regenerate_identically(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes() == (TASKS / name).read_bytes(), name
 
 
-def test_custom_catalog_file(tmp_path: Path, test_suite: TaskSuite) -> None:
+def test_custom_catalog_file(tmp_path: Path, train_suite: TaskSuite) -> None:
     small = Catalog(list(bundled_catalog())[-50:], name="tau2 only")
     path = tmp_path / "catalog.json"
     small.write(path)
-    task = first(test_suite, "tau2")
+    task = first(train_suite, "tau2")
     task = task.model_copy(update={"config": {"catalog": str(path)}})
     actions, info = run_expert(WebShopEnv(), task)
     assert info["success"]

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.envs.kbqa import sexpr
@@ -49,6 +49,10 @@ class KBQAGold(BaseModel):
 
     sexpr: str
     answers: list[list[str]] = Field(min_length=1)
+    exclude: list[str] = Field(default_factory=list)
+    """Ids that are never answers: dropped from the agent's answer before scoring and absent from
+    every gold set. MetaQA tasks list their topic entity (MetaQA's answers exclude it); the
+    compositional tasks list none. See :mod:`agentgym.envs.kbqa.scoring`."""
 
     @field_validator("sexpr")
     @classmethod
@@ -62,6 +66,13 @@ class KBQAGold(BaseModel):
         if not all(answers):
             raise ValueError("every gold answer set needs at least one id")
         return answers
+
+    @model_validator(mode="after")
+    def _excluded_not_in_gold(self) -> KBQAGold:
+        excluded = set(self.exclude)
+        if any(excluded & set(gold) for gold in self.answers):
+            raise ValueError("an excluded id is in a gold answer set")
+        return self
 
 
 @dataclass
@@ -241,7 +252,7 @@ class KBQAEnv(TextEnv):
     def _finish(self, answer: list[str]) -> StepResult:
         self.state.turn += 1
         self.state.answer, self.state.terminated = answer, True
-        self.state.score = score(answer, self._gold.answers)
+        self.state.score = score(answer, self._gold.answers, self._gold.exclude)
         r = reward(self.state.score.f1, self.state.format_ok)
         info = {
             "valid": True,
@@ -249,6 +260,9 @@ class KBQAEnv(TextEnv):
             "turns_left": self.config.max_turns - self.state.turn,
         }
         text = f"Answered {len(answer)} id(s). F1 {self.state.score.f1:.3f}."
+        dropped = [x for x in self._gold.exclude if x in answer]
+        if dropped:
+            text += f" Not counted (the topic entity is never an answer): {', '.join(dropped)}."
         return information(text), r, True, False, {**info, **self._final_info(r)}
 
     def _final_info(self, r: float) -> dict[str, Any]:

@@ -2,6 +2,13 @@
 
 The reward is F1 plus a 0.1 format bonus, paid only when F1 > 0 and every turn of the episode
 followed the tagged format (``<think>`` then one ``<action>`` or ``<answer>``).
+
+Excluded ids (``KBQAGold.exclude``; for MetaQA tasks the topic entity) are never answers: MetaQA's
+answer sets leave the topic entity out (an actor is not among their own co-stars), and its
+standard evaluation never counts the topic entity as a prediction (EmbedKGQA's ``validate`` takes
+the best-ranked entity that is not the head). So they are dropped from the agent's answer before
+F1, Hits@1 and EM are computed: an answer with the topic entity scores exactly as the same answer
+without it, and an answer of only excluded ids is an empty answer (F1 0).
 """
 
 from __future__ import annotations
@@ -45,11 +52,18 @@ def _f1(pred: set[str], gold: set[str]) -> tuple[float, float, float]:
     return 2 * p * r / (p + r), p, r
 
 
-def score(answer: Sequence[str], golds: Sequence[Sequence[str]]) -> Score:
-    """Best F1 over ``golds`` (ties: the first), with Hits@1 and EM against that set."""
+def score(
+    answer: Sequence[str], golds: Sequence[Sequence[str]], exclude: Sequence[str] = ()
+) -> Score:
+    """Best F1 over ``golds`` (ties: the first), with Hits@1 and EM against that set.
+
+    Ids in ``exclude`` are dropped from ``answer`` first (see the module docstring); Hits@1 then
+    looks at the first answered id that is not excluded.
+    """
     if not golds:
         raise ValueError("score needs at least one gold answer set")
-    ordered = [normalise(a) for a in answer]
+    dropped = {normalise(x) for x in exclude}
+    ordered = [n for n in (normalise(a) for a in answer) if n not in dropped]
     pred = set(ordered)
     sets = [{normalise(g) for g in gold} for gold in golds]
     best = max(range(len(sets)), key=lambda i: (_f1(pred, sets[i])[0], -i))

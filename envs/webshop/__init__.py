@@ -28,9 +28,12 @@ Reward                 on ``Buy Now``: WebShop's reward ``r_type * (attributes +
 Episode end            ``Buy Now`` terminates; ``max_steps`` actions (default 15, valid or not)
                        truncate unsolved. The final ``info`` has ``success``, ``score`` and, on a
                        purchase, ``reward_info`` (r_type, r_att, r_option, r_price, ...)
-Splits                 ``webshop/test`` 500 (250 WebShop instructions, 250 option goals),
-                       ``webshop/train`` 5,131 (161 + 4,970); tags ``webshop``/``tau2`` and the
-                       category
+Splits                 ``webshop/test`` 500 (WebShop goals only: every one of the 415
+                       WebShop instruction records, then 85 second goals), ``webshop/train``
+                       8,738 (3,518 WebShop goals + 5,220 tau2 option goals); tags
+                       ``webshop``/``tau2`` and the category. WebShop goals are
+                       ``get_synthetic_goals``': the record's instruction + one full
+                       combination of the product's options + WebShop's price limit
 Expert                 ``expert_action()``: searches with the instruction (the goal's title if
                        that misses), opens the goal product (else the best-scoring result),
                        clicks the wanted options, buys; reward 1 on every bundled task
@@ -39,10 +42,19 @@ Search                 BM25 (bm25s, Lucene variant, Pyserini's k1 0.9 / b 0.4, P
                        2,700-10,000 searches/s on one core, 7-11x SQLite FTS5
                        (``benchmarks/webshop.py``)
 Catalog                1,050 products in WebShop's schema (``data/catalog.json``): the 1,000
-                       WebShop records of ``items_ins_v2_1000.json`` (real ASINs, attributes,
-                       queries and instructions; titles composed from them, price WebShop's
-                       $100 default) and the 50 tau2-bench retail products with their real
+                       WebShop records of ``items_ins_v2_1000.json`` (real ASINs, categories,
+                       queries, attributes and instructions) with listings derived by
+                       documented rules (:mod:`agentgym.envs.webshop.listing`): options by
+                       category (674 of 1,000), prices from a per-category log-normal (medians
+                       beauty $18, grocery $15, electronics $40, fashion $25, garden $120; 250
+                       priced as a range, paid uniformly within it as WebShop does), Amazon-style
+                       titles, description, one feature bullet per attribute, 0-5 reviews and
+                       their mean rating; and the 50 tau2-bench retail products with their real
                        options and prices. See :mod:`agentgym.envs.webshop.build`
+Comparability          scores are comparable to WebShop's published numbers only on WebShop's
+                       own catalog (``items_shuffle_1000.json``, real Amazon listings, not
+                       available offline): load it with ``original.load_original``. On the
+                       bundled catalog they measure the same skills on approximate listings
 Original data          :func:`agentgym.envs.webshop.original.load_original` reads WebShop's
                        ``items_shuffle*.json``, ``items_ins_v2*.json`` and
                        ``items_human_ins.json`` into a catalog and human goals

@@ -11,9 +11,10 @@ two real sources and derives, by fixed rules, only what they lack:
   (beauty, grocery, electronics, fashion, garden), so the category comes from the record's
   position (:data:`CATEGORY_STARTS`, the first instruction of each category). Records without an
   instruction take the query of the instruction record of their category whose attributes overlap
-  most (then the nearest in the file). Title = the query with the attributes; features = the
-  attributes; breadcrumb = WebShop's top category › the query; price = WebShop's default for
-  products without pricing (:data:`~agentgym.envs.webshop.catalog.DEFAULT_PRICE`).
+  most (then the nearest in the file). Breadcrumb = WebShop's top category › the query. The rest
+  of the listing (options, price, title, description, features, reviews, rating) is derived per
+  record from a seed and its ASIN by :mod:`agentgym.envs.webshop.listing`, whose rules the catalog's
+  ``meta.listing_rules`` records.
 - **50 tau2-bench retail products** (``tau2/retail/db.json``, MIT) with their 591 real variants:
   real names, option values (the union over variants, WebShop-normalised) and price range; the
   price paid is drawn uniformly within the range once per product, as WebShop does.
@@ -33,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.envs.webshop.catalog import BUNDLED, DATA, DEFAULT_PRICE, Catalog, Product
+from agentgym.envs.webshop import listing
+from agentgym.envs.webshop.catalog import BUNDLED, DATA, Catalog, Product
 from agentgym.envs.webshop.nouns import Tagger, model_version, spacy_tagger
 
 SEED = 20220701
@@ -107,25 +109,34 @@ def _borrow_query(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
     return str(min(donors, key=key)["query"])
 
 
-def webshop_product(row: dict[str, Any]) -> Product:
-    """A product from a WebShop record (derived fields as the module docstring says)."""
+def webshop_product(row: dict[str, Any], seed: int = SEED) -> Product:
+    """A product from a WebShop record: its real ASIN, category, query and attributes, and a
+    listing derived by :mod:`agentgym.envs.webshop.listing` (options, price, title, page text)."""
+    rng = random.Random(f"{seed}:{row['asin']}")
     attributes = tuple(row["attributes"])
-    name = _title(row["query"]) + (
-        f" with {', '.join(_title(a) for a in attributes)}" if attributes else ""
+    category, query = row["category"], row["query"]
+    options = listing.options(category, query, rng)
+    prices = listing.pricing(category, bool(options), rng)
+    price = listing.price_paid(prices, rng)
+    maker, noun = listing.brand(rng), listing.product_noun(query, rng)
+    name = listing.title(maker, noun, category, attributes, rng)
+    description, bullets, reviews, rating = listing.listing_text(
+        maker, noun, category, attributes, rng
     )
-    breadcrumb = f"{TOP_CATEGORY[row['category']]} › {_title(row['query'])}"
     return Product(
         asin=row["asin"],
         name=name,
-        category=row["category"],
-        query=row["query"],
-        product_category=breadcrumb,
-        pricing=(DEFAULT_PRICE,),
-        price=DEFAULT_PRICE,
-        options={},
+        category=category,
+        query=query,
+        product_category=f"{TOP_CATEGORY[category]} › {_title(query)}",
+        pricing=prices,
+        price=price,
+        options=options,
         attributes=attributes,
-        bullet_points=tuple(a[:1].upper() + a[1:] for a in attributes),
-        description=f"{name}. Category: {breadcrumb}.",
+        bullet_points=bullets,
+        description=description,
+        reviews=reviews,
+        rating=rating,
         source="webshop",
     )
 
@@ -148,6 +159,8 @@ def tau2_product(product: dict[str, Any], seed: int) -> Product:
     low, high = min(prices), max(prices)
     asin = product["product_id"]
     bullets = tuple(f"{_title(n)}: {', '.join(vs)}" for n, vs in options.items())
+    rng = random.Random(f"{seed}:{asin}:page")
+    *_, reviews, rating = listing.listing_text("", product["name"].lower(), "retail", (), rng)
     return Product(
         asin=asin,
         name=product["name"],
@@ -160,6 +173,8 @@ def tau2_product(product: dict[str, Any], seed: int) -> Product:
         attributes=(),
         bullet_points=bullets,
         description=f"{product['name']} in {len(product['variants'])} variants.",
+        reviews=reviews,
+        rating=rating,
         source="tau2",
     )
 
@@ -173,7 +188,8 @@ def tau2_products(data: Path, seed: int) -> list[Product]:
 # ---------------------------------------------------------------------------- catalog
 def build_catalog(data: Path, tagger: Tagger, seed: int = SEED) -> Catalog:
     """The bundled catalog: WebShop records then tau2 listings, with title nouns."""
-    products = [webshop_product(r) for r in webshop_records(data)] + tau2_products(data, seed)
+    products = [webshop_product(r, seed) for r in webshop_records(data)]
+    products += tau2_products(data, seed)
     nouns = tagger(p.name for p in products)
     rows = [{**p.to_json(), "title_nouns": list(n)} for p, n in zip(products, nouns, strict=True)]
     return Catalog((Product.from_json(r) for r in rows), name="bundled")
@@ -195,6 +211,21 @@ def write_bundle(
         "tagger": model_version(tagger.model),  # type: ignore[attr-defined]
         "products": len(catalog),
         "by_source": {s: sum(p.source == s for p in catalog) for s in ("webshop", "tau2")},
+        "listing_rules": {
+            "module": "agentgym.envs.webshop.listing",
+            "price_models": {
+                c: {
+                    "distribution": "lognormal",
+                    "median": m.median,
+                    "sigma": m.sigma,
+                    "clip": [m.low, m.high],
+                }
+                for c, m in listing.PRICE_MODELS.items()
+            },  # fmt: skip
+            "price_range_share": listing.RANGE_SHARE,
+            "price_range_spread": list(listing.RANGE_SPREAD),
+            "option_share": listing.OPTION_SHARE,
+        },
         "sources": {f: {"by": by, "sha256": _sha256(data / f)} for f, by in sources.items()},
     }
     catalog.write(out, meta)

@@ -2,19 +2,23 @@
 
     python -m agentgym.envs.webshop.generate [--data ../shared/data] [--out tasks/webshop]
 
-Goals follow WebShop's two goal builders (``web_agent_site/engine/goal.py``):
+Goals follow WebShop's goal builders (``web_agent_site/engine/goal.py``):
 
-- **human-style goals** for the 415 WebShop records that carry an instruction: the real
-  instruction text, its ``instruction_attributes``, no options (``get_human_goals``);
-- **synthetic goals** for the 50 tau2 listings: every non-empty choice of option values, worded
-  ``Find me <query> with <name>: <value>, and ...`` (``get_synthetic_goals`` uses every full
-  combination; human goals name a subset of options, so subsets are included too).
+- **WebShop goals** for the 415 WebShop records that carry an instruction, as
+  ``get_synthetic_goals`` builds them: one goal per full combination of the product's option
+  values (none for a product without options), worded ``<instruction> with <name>: <value>, and
+  ...``, with the record's ``instruction_attributes`` and one price limit per product;
+- **tau2 goals** for the 50 tau2 listings: every non-empty choice of option values, worded
+  ``Find me <query> with <name>: <value>, and ...`` (subsets too, as human goals name a subset).
 
 Both get WebShop's price limit (:func:`~agentgym.envs.webshop.goals.price_limit`). Goals that
 WebShop's text mode cannot satisfy are left out: two wanted values that one radio button
 stands for (a value offered by two options of a product, e.g. ``black`` frame and ``black`` lens:
-WebShop keeps one clickable per value), and repeated instruction texts (3 WebShop instructions
-are shared by several records; the first is kept). Test: 250 goals of each kind; train: the rest.
+WebShop keeps one clickable per value), and repeated instruction texts (the first is kept).
+Test: :data:`TEST_SIZE` WebShop goals after a seeded shuffle (WebShop's test split is its first 500
+goals after ``random.shuffle``), taken in rounds over products (each of the 415 records' first goal,
+then second goals) so that the categories keep the records' mix instead of fashion's many size x
+colour combinations taking over; train: the other WebShop goals and every tau2 goal.
 """
 
 from __future__ import annotations
@@ -34,31 +38,49 @@ from agentgym.envs.webshop.build import REPO_ROOT, WEBSHOP_FILE
 from agentgym.envs.webshop.catalog import DATA, Catalog, Product, bundled_catalog
 from agentgym.envs.webshop.goals import (
     gold_dict,
-    human_instruction,
     price_limit,
     synthetic_instruction,
+    synthetic_instruction_text,
 )
 from agentgym.envs.webshop.pages import Pages
 from agentgym.task import Task, write_tasks
 
 SEED = 233
 """WebShop shuffles its goals with ``random.seed(233)``."""
-TEST_PER_KIND = 250
+TEST_SIZE = 500
+"""WebShop's test split: its first 500 goals."""
 ENV_ID = "agentgym/WebShop-v0"
+COMPARABILITY = (
+    "Scores on these suites are not comparable to WebShop's published numbers: those are measured "
+    "on WebShop's own catalog (items_shuffle_1000.json, real Amazon listings), which is not "
+    "available offline. This catalog keeps WebShop's 1,000 real ASINs, categories, queries, "
+    "attributes and instructions but derives options, prices and page text by documented rules. "
+    "Run on WebShop's own files (agentgym.envs.webshop.original.load_original) to compare."
+)
 
 
-def human_goals(data: Path, catalog: Catalog, rng: random.Random) -> Iterator[dict[str, Any]]:
-    """One goal per WebShop record with an instruction."""
+def webshop_goals(data: Path, catalog: Catalog, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """``get_synthetic_goals`` over the WebShop records with an instruction: a goal per full
+    combination of option values, one price limit per product."""
     records = json.loads((data / WEBSHOP_FILE).read_text(encoding="utf-8"))
+    pages = Pages(catalog)
     for asin, record in records.items():
         if "instruction" not in record or not record["instruction_attributes"]:
             continue
-        upper, price_text = price_limit(catalog[asin].price, rng)
-        yield {
-            "instruction": human_instruction(record["instruction"], price_text),
-            "gold": gold_dict(asin, list(record["instruction_attributes"]), {}, upper),
-            "tags": ["webshop", catalog[asin].category],
-        }
+        product = catalog[asin]
+        upper, price_text = price_limit(product.price, rng)
+        names = sorted(product.options)
+        for values in itertools.product(*(product.options[n] for n in names)):
+            choice = dict(zip(names, values, strict=True))
+            if not clickable(pages, asin, choice):
+                continue
+            yield {
+                "instruction": synthetic_instruction_text(
+                    record["instruction"], choice, price_text
+                ),
+                "gold": gold_dict(asin, list(record["instruction_attributes"]), choice, upper),
+                "tags": ["webshop", product.category],
+            }
 
 
 def option_choices(product: Product) -> Iterator[dict[str, str]]:
@@ -112,16 +134,26 @@ def _unique(goals: Iterator[dict[str, Any]]) -> list[dict[str, Any]]:
     return list({g["instruction"]: g for g in reversed(list(goals))}.values())[::-1]
 
 
+def spread_test(goals: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` goals in rounds over products (in first-seen order): each product's first goal, then
+    each one's second, ... so a product with many option combinations does not take over."""
+    by_asin: dict[str, list[dict[str, Any]]] = {}
+    for goal in goals:
+        by_asin.setdefault(goal["gold"]["asin"], []).append(goal)
+    rounds = itertools.zip_longest(*by_asin.values())
+    return [g for r in rounds for g in r if g is not None][:n]
+
+
 def split_goals(data: Path, catalog: Catalog, seed: int) -> dict[str, list[Task]]:
-    """Shuffle each kind of goal, take :data:`TEST_PER_KIND` of each for test, the rest train."""
+    """Shuffle the WebShop goals; :data:`TEST_SIZE` of them spread over products for test; the
+    rest and the tau2 goals for train."""
     rng = random.Random(seed)
-    kinds = [_unique(human_goals(data, catalog, rng)), _unique(synthetic_goals(catalog, rng))]
-    test: list[dict[str, Any]] = []
-    train: list[dict[str, Any]] = []
-    for goals in kinds:
-        rng.shuffle(goals)
-        test += goals[:TEST_PER_KIND]
-        train += goals[TEST_PER_KIND:]
+    webshop = _unique(webshop_goals(data, catalog, rng))
+    tau2 = _unique(synthetic_goals(catalog, rng))
+    rng.shuffle(webshop)
+    test = spread_test(webshop, TEST_SIZE)
+    chosen = {id(g) for g in test}
+    train = [g for g in webshop if id(g) not in chosen] + tau2
     rng.shuffle(test)
     rng.shuffle(train)
     return {"train": to_tasks(train, "train"), "test": to_tasks(test, "test")}
@@ -153,9 +185,20 @@ def generate(data: Path, out: Path, seed: int = SEED) -> dict[str, Any]:
             for s, ts in suites.items()
         },
         "sha256": {f: _sha(out / f) for f in files},
+        "goals": {
+            "test": f"{TEST_SIZE} WebShop goals after a seeded shuffle, taken in rounds over "
+            "products: every instruction record's first goal, then second goals",
+            "train": "the other WebShop goals and every tau2 goal",
+            "webshop": "get_synthetic_goals: record instruction + every full option combination",
+            "tau2": "every non-empty choice of option values of a tau2 listing",
+        },
+        "comparability": COMPARABILITY,
         "sources": {
-            WEBSHOP_FILE: "princeton-nlp/WebShop (MIT): instructions, attributes",
+            WEBSHOP_FILE: "princeton-nlp/WebShop (MIT): ASINs, categories, queries, attributes, "
+            "instructions",
             "tau2/retail/db.json": "sierra-research/tau2-bench (MIT): products, options, prices",
+            "listings": "options, prices, titles, descriptions, features and reviews of the "
+            "WebShop records derived by agentgym.envs.webshop.listing (see the catalog's meta)",
         },
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

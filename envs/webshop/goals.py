@@ -72,9 +72,17 @@ def price_limit(price: float, rng: random.Random) -> tuple[float, str]:
 
 
 def synthetic_instruction(query: str, goal_options: Mapping[str, str], price_text: str) -> str:
-    """``get_synthetic_goals``' wording: ``Find me <query> with <name>: <value>, and ...``."""
+    """A tau2 listing's goal wording: ``Find me <query> with <name>: <value>, and ...``."""
+    return synthetic_instruction_text(f"Find me {query}", goal_options, price_text)
+
+
+def synthetic_instruction_text(
+    instruction: str, goal_options: Mapping[str, str], price_text: str
+) -> str:
+    """``get_synthetic_goals``' wording over a record's instruction: ``<instruction> with <name>:
+    <value>, and ...`` then the price clause."""
     option_text = ", and ".join(f"{k}: {v}" for k, v in goal_options.items())
-    return f"Find me {query}{' with ' + option_text if option_text else ''}{price_text}"
+    return f"{instruction}{' with ' + option_text if option_text else ''}{price_text}"
 
 
 def human_instruction(instruction: str, price_text: str) -> str:

@@ -11,6 +11,12 @@ file. Field handling follows ``load_products``, ``generate_product_prices`` and
     catalog, goals = load_original("items_shuffle_1000.json", "items_ins_v2_1000.json",
                                    "items_human_ins.json")
     catalog.write(Path("webshop_1k.json"))   # then Task.config = {"catalog": "webshop_1k.json"}
+
+This is the way to scores comparable with WebShop's published numbers: those are measured on
+WebShop's own catalog, and the bundled catalog only approximates it (see
+:mod:`agentgym.envs.webshop.listing`). ``tests/data/webshop/original/`` holds a small fixture in
+WebShop's file format (nine real goal products of WebShop's human trajectories) that the tests
+load and play.
 """
 
 from __future__ import annotations
@@ -51,11 +57,13 @@ def parse_options(customization: dict[str, Any] | None) -> dict[str, tuple[str, 
 
 
 def _reviews(rows: Sequence[dict[str, Any]]) -> tuple[Review, ...]:
+    """``load_products``' review fields: ``score`` (else ``stars``) and the body from ``review``
+    (a review without ``review`` shows an empty body, as in WebShop)."""
     return tuple(
         Review(
             str(r.get("title", "")),
-            int(float(r.get("score", r.get("stars", 0)))),
-            str(r.get("body", r.get("review", ""))),
+            int(float(r["score"] if "score" in r else r.get("stars", 0))),
+            str(r.get("review", "")),
         )
         for r in rows
     )
