@@ -68,6 +68,12 @@ DEFAULT_VPN = VpnDetails(
 class PhoneTools(Toolkit):
     """The user's tools on their phone (tau2's ``TelecomUserTools``)."""
 
+    def __init__(self, db: Any) -> None:
+        super().__init__(db)
+        self.vpn_profile = DEFAULT_VPN.model_copy()
+        """The VPN the phone connects to. In tau2 the connection *is* this profile (one shared
+        object), so ``break_vpn`` degrades every later reconnect too; kept per phone here."""
+
     @property
     def device(self) -> Phone:
         """The phone's state (the episode's own copy)."""
@@ -443,7 +449,7 @@ class PhoneTools(Toolkit):
         if self.device.vpn_connected:
             return "VPN already connected."
         self.device.vpn_connected = True
-        self.device.vpn_details = DEFAULT_VPN.model_copy()
+        self.device.vpn_details = self.vpn_profile.model_copy()
         return self._with_bar("VPN connected successfully.")
 
     @tool(ToolKind.WRITE)
@@ -466,6 +472,7 @@ class PhoneTools(Toolkit):
         self.connect_vpn()
         assert self.device.vpn_details is not None
         self.device.vpn_details.server_performance = PerformanceLevel.POOR
+        self.vpn_profile.server_performance = PerformanceLevel.POOR
         return "VPN connection broken."
 
     # ------------------------------------------------------------------ apps

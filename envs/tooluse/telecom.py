@@ -8,8 +8,9 @@ none of which changes a grade (telecom tasks are graded by env assertions and ac
   same actions differ; here the digits hash the customer and their bill count (same shape).
 - tau2 replays the gold actions for its reference database without ``sync_tools`` after each;
   here every call is followed by :func:`sync`, in the reference as in the episode.
-- tau2's ``connect_vpn`` hands every phone one shared ``VpnDetails`` object, which
-  ``break_vpn`` then degrades for all later episodes; here each phone gets its own copy.
+- tau2's ``connect_vpn`` hands every phone one class-level ``VpnDetails`` object, which
+  ``break_vpn`` degrades for every later episode of the process; here each phone has its own
+  profile (within an episode a reconnect after ``break_vpn`` stays poor, as in tau2).
 """
 
 from __future__ import annotations

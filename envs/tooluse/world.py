@@ -105,6 +105,8 @@ class World:
         self.db.reset()
         if self.user_db is not None:
             self.user_db.reset()
+        if self.domain.user_toolkit is not None and self.user_db is not None:
+            self.user_tools = self.domain.user_toolkit(self.user_db)
 
     def toolkit(self, requestor: Requestor) -> Toolkit:
         """The agent's or the user's toolkit."""
