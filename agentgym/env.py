@@ -111,6 +111,11 @@ class TextEnv(gymnasium.Env[str, str]):
         """Apply a text action. Never raise on bad input: return an observation saying what is allowed."""
         raise NotImplementedError
 
+    def _rebuild(self, task: Task) -> None:
+        """Rebuild what the env keeps outside ``self.state`` (lookups, compiled scenes, judges)
+        from ``task``, ``self.config`` and ``self.state``: :meth:`restore` calls it after
+        restoring a state and ``_reset`` where it needs them, so snapshots hold only the state."""
+
     def expert_action(self) -> str:
         """The oracle's next action in the current state."""
         raise NoExpert(f"{type(self).__name__} has no expert")
@@ -179,7 +184,7 @@ class TextEnv(gymnasium.Env[str, str]):
         return Snapshot(
             type(self),
             self.task,
-            copy.deepcopy(self.config),
+            _private(self.config),
             copy.deepcopy(self.state),
             copy.deepcopy(dict(self.np_random.bit_generator.state)),
             self.done,
@@ -188,16 +193,21 @@ class TextEnv(gymnasium.Env[str, str]):
 
     def restore(self, snapshot: Snapshot) -> None:
         """Return to a state taken by :meth:`snapshot`; the snapshot stays reusable."""
+        self._check_snapshot(snapshot)
+        self.task, self.done = snapshot.task, snapshot.done
+        self.config = _private(snapshot.config)
+        self.state = copy.deepcopy(snapshot.state)
+        self.np_random.bit_generator.state = copy.deepcopy(snapshot.rng_state)
+        self._rebuild(self.task)
+        if snapshot.last_observation is not None:
+            self.last_observation = snapshot.last_observation
+
+    def _check_snapshot(self, snapshot: Snapshot) -> None:
+        """A ``TypeError`` unless ``snapshot`` was taken from an env of this type."""
         if snapshot.env_type is not type(self):
             raise TypeError(
                 f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}"
             )
-        self.task, self.done = snapshot.task, snapshot.done
-        self.config = copy.deepcopy(snapshot.config)
-        self.state = copy.deepcopy(snapshot.state)
-        self.np_random.bit_generator.state = copy.deepcopy(snapshot.rng_state)
-        if snapshot.last_observation is not None:
-            self.last_observation = snapshot.last_observation
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Envs that write their own ``snapshot``/``restore`` keep the last observation too.
@@ -207,9 +217,9 @@ class TextEnv(gymnasium.Env[str, str]):
         """
         super().__init_subclass__(**kwargs)
         if "snapshot" in cls.__dict__:
-            cls.snapshot = _recording_observation(cls.__dict__["snapshot"])  # type: ignore[method-assign]
+            cls.snapshot = _recording_observation(cls.__dict__["snapshot"])  # type: ignore[method-assign,assignment]
         if "restore" in cls.__dict__:
-            cls.restore = _restoring_observation(cls.__dict__["restore"])  # type: ignore[method-assign]
+            cls.restore = _restoring_observation(cls.__dict__["restore"])  # type: ignore[method-assign,assignment]
 
     # ------------------------------------------------------------------ tasks
     @property
@@ -235,6 +245,13 @@ class TextEnv(gymnasium.Env[str, str]):
         raise TypeError(
             f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}"
         )
+
+
+def _private(config: Any) -> Any:
+    """A copy of ``config`` that the episode may keep: a frozen model is shared as it is (its
+    identity keys caches such as Household's compiled scenes), anything else deep-copied."""
+    frozen = isinstance(config, BaseModel) and config.model_config.get("frozen", False)
+    return config if frozen else copy.deepcopy(config)
 
 
 def _recording_observation(snapshot: Callable[[Any], Any]) -> Callable[[Any], Any]:
