@@ -115,11 +115,15 @@ class ClarifyEnv(TextEnv):
         return config
 
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        self._catalog = _Catalog(self.config, ClarifyGold.model_validate(task.gold).target)
         self.state = ClarifyState(remaining=[c.id for c in self.config.candidates])
+        self._rebuild(task)
         return self._first_observation(task), {
             "available_actions": list(self._catalog.available_actions)
         }
+
+    def _rebuild(self, task: Task) -> None:
+        """The candidates' lookups (items, attributes, actions) for the task's target."""
+        self._catalog = _Catalog(self.config, ClarifyGold.model_validate(task.gold).target)
 
     def _first_observation(self, task: Task) -> str:
         lines = [task.instruction, "", f"Candidates ({len(self.config.candidates)}):"]
@@ -240,8 +244,3 @@ class ClarifyEnv(TextEnv):
             raise RuntimeError(f"no question separates {self.state.remaining}")
         attribute, value = question
         return f"ask[{attribute}={questions(remaining)[question]}]"
-
-    def restore(self, snapshot: Any) -> None:
-        """Restore the state, then rebuild the lookups for the snapshot's task."""
-        super().restore(snapshot)
-        self._catalog = _Catalog(self.config, ClarifyGold.model_validate(snapshot.task.gold).target)

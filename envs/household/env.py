@@ -6,7 +6,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from agentgym.env import ResetNeeded, Snapshot, StepResult, TextEnv
+from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.envs.household import text
 from agentgym.envs.household.config import HouseholdConfig
 from agentgym.envs.household.engine import (
@@ -89,10 +89,14 @@ class HouseholdEnv(TextEnv):
 
     # ------------------------------------------------------------------ episode
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        scene = self._scene = compile_scene(self.config)
-        self.state = scene.initial_state()
+        self.state = compile_scene(self.config).initial_state()
+        self._rebuild(task)
+        return text.intro(self.scene, task.instruction), {"available_actions": list(self._actions)}
+
+    def _rebuild(self, task: Task) -> None:
+        """The compiled scene (cached by config identity) and the state's admissible commands."""
+        self._scene = compile_scene(self.config)
         self._refresh()
-        return text.intro(scene, task.instruction), {"available_actions": list(self._actions)}
 
     def _refresh(self) -> None:
         scene = self._scene
@@ -169,22 +173,3 @@ class HouseholdEnv(TextEnv):
             raise ResetNeeded("call reset() first")
         return self._scene
 
-    def snapshot(self) -> Snapshot:
-        """Copy of the episode state; cheap (flat lists), the config is frozen and shared."""
-        if self.task is None:
-            raise ResetNeeded("call reset() before snapshot()")
-        rng = dict(self.np_random.bit_generator.state)
-        return Snapshot(type(self), self.task, self.config, self.state.copy(), rng, self.done)
-
-    def restore(self, snapshot: Snapshot) -> None:
-        """Return to a snapshot's state; the snapshot stays reusable."""
-        if snapshot.env_type is not type(self):
-            raise TypeError(
-                f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}"
-            )
-        self.task, self.done = snapshot.task, snapshot.done
-        self.config = snapshot.config  # type: ignore[assignment]
-        self.state = snapshot.state.copy()
-        self.np_random.bit_generator.state = dict(snapshot.rng_state)
-        self._scene = compile_scene(self.config)
-        self._refresh()

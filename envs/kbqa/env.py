@@ -132,12 +132,16 @@ class KBQAEnv(TextEnv):
 
     # ------------------------------------------------------------------ episode
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        self.executor = Executor(self.kb)
+        self._rebuild(task)
         self.state = KBQAState()
-        self._plan(task)
         ids = [e.id for e in self.config.entities]
         refs = [f"@{i}" for i in range(1, len(ids) + 1)] if self.handles else ids
         return self._first_observation(), {"entities": ids, "entity_refs": refs}
+
+    def _rebuild(self, task: Task) -> None:
+        """The executor over the KB and the expert's plan of ``task``."""
+        self.executor = Executor(self.kb)
+        self._plan(task)
 
     def _plan(self, task: Task) -> None:
         """Compile the gold S-expression and execute it: the expert's plan (not episode state)."""
@@ -298,12 +302,6 @@ class KBQAEnv(TextEnv):
                 return _renumber(self._reference[i], mapping)
             mapping[f"#{i}"] = f"#{found[-1]}"
         return _renumber(self._reference[-1], mapping)
-
-    def restore(self, snapshot: Any) -> None:
-        """Restore the state, then rebuild the plan of the snapshot's task."""
-        super().restore(snapshot)
-        self.executor = Executor(self.kb)
-        self._plan(snapshot.task)
 
 
 def _parsed(text: str) -> Action:

@@ -64,13 +64,17 @@ class SocialEnv(TextEnv):
         self.judge_every_turn = judge_every_turn
 
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        self.judge: Judge = make_judge(self.judge_spec, self.config, self.model)
+        self._rebuild(task)
         partner = make_partner(self.partner_spec or self.config.partner, self.model)
         partner.reset(int(self.np_random.integers(2**31)))
         self.state = SocialState(GameState(), partner)
         self._partner_turns()
         obs = self._observe(first=True)
         return obs, {**self._info(True), "persona": self.persona(), "seat": self.config.seat}
+
+    def _rebuild(self, task: Task) -> None:
+        """The judge: it may hold a model client, so it stays outside the snapshotted state."""
+        self.judge: Judge = make_judge(self.judge_spec, self.config, self.model)
 
     def persona(self) -> str:
         """The player's persona text (its profile as it knows itself), for prompt optimisers."""
@@ -129,7 +133,3 @@ class SocialEnv(TextEnv):
         if game.agreement is not None:
             info["agreement"] = True
         return info
-
-    def restore(self, snapshot: Any) -> None:
-        super().restore(snapshot)
-        self.judge = make_judge(self.judge_spec, self.config, self.model)

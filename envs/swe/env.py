@@ -234,10 +234,8 @@ class SweEnv(TextEnv):
         return Snapshot(type(self), self.task, self.config, list(self.state.actions), {}, self.done)
 
     def restore(self, snapshot: Snapshot) -> None:
-        if snapshot.env_type is not type(self):
-            raise TypeError(
-                f"snapshot of {snapshot.env_type.__name__} cannot restore {type(self).__name__}"
-            )
+        """Replay: a sandbox's files cannot be deep-copied, so the episode is played again."""
+        self._check_snapshot(snapshot)
         self.reset(options={"task": snapshot.task})
         for action in snapshot.state:
             self.step(action)

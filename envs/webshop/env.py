@@ -101,16 +101,14 @@ class WebShopEnv(TextEnv):
         return config
 
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
-        self.shop = shop_for(self.config.catalog)
-        self.gold = WebShopGold.model_validate(task.gold)
+        self._rebuild(task)
         self.state = WebShopState()
         return self._render(), self._info(True)
 
-    def restore(self, snapshot: Any) -> None:
-        """Restore the state, then the shop and gold of the snapshot's task."""
-        super().restore(snapshot)
+    def _rebuild(self, task: Task) -> None:
+        """The catalog's shop (shared between envs) and the task's gold product."""
         self.shop = shop_for(self.config.catalog)
-        self.gold = WebShopGold.model_validate(snapshot.task.gold)
+        self.gold = WebShopGold.model_validate(task.gold)
 
     # ------------------------------------------------------------------ actions
     def _step(self, action: str) -> StepResult:
