@@ -244,10 +244,14 @@ def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
 
 # ============================================================================ routed policies
 class RoutedPolicy(Protocol):
-    """What the trainer asks of a step-routed policy (``model.policy``; PA-MoE is one)."""
+    """What the trainer asks of its policy: the one hook for step-routed policies
+    (``model.policy``; PA-MoE is one), met by :class:`PlainPolicy` for a plain causal LM."""
 
     model: Any
-    """The module trained and generated with; has ``forward_batch(mb, hidden)``."""
+    """The module trained and generated with (a routed one has ``forward_batch(mb, hidden)``)."""
+    routed: bool
+    """True when steps go to different adapters: the update's rows then stay in the order they
+    were bound, and the weights do not merge into one model."""
 
     def modules(self) -> dict[str, torch.nn.Module]:
         """Trainable modules besides ``model`` (a router): optimised and saved in checkpoints."""
@@ -263,8 +267,8 @@ class RoutedPolicy(Protocol):
         """Take the update's episodes (rows index them); return rollout metrics."""
         ...
 
-    def loss(self) -> tuple[torch.Tensor, dict[str, float]]:
-        """The extra loss of the bound episodes (the router's), added once per epoch."""
+    def loss(self) -> tuple[torch.Tensor | None, dict[str, float]]:
+        """The extra loss of the bound episodes (the router's), added once per epoch; None: none."""
         ...
 
     def save(self, directory: Path) -> None:
@@ -272,6 +276,32 @@ class RoutedPolicy(Protocol):
         ``NAME.json`` for the policy registered as ``NAME``: ``hf:DIRECTORY`` then loads the
         checkpoint with the agent registered under the same name."""
         ...
+
+
+class PlainPolicy:
+    """A plain causal LM as the trainer's policy: nothing routed, bound, added or saved."""
+
+    routed = False
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        return {}
+
+    def router(self, step: int, explore: bool, seed: int) -> None:
+        return None
+
+    def bind(
+        self, episodes: Sequence[TokenEpisode], advantages: Sequence[np.ndarray]
+    ) -> dict[str, float]:
+        return {}
+
+    def loss(self) -> tuple[torch.Tensor | None, dict[str, float]]:
+        return None, {}
+
+    def save(self, directory: Path) -> None:
+        return None
 
 
 PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], RoutedPolicy]

@@ -31,7 +31,14 @@ from agentgym.train.config import TrainConfig
 from agentgym.train.credit import CreditContext, episode_arrays
 from agentgym.train.envpool import EnvPool, make_pool
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.policy import RoutedPolicy, get_policy, is_peft, load_model, load_tokenizer
+from agentgym.train.policy import (
+    PlainPolicy,
+    RoutedPolicy,
+    get_policy,
+    is_peft,
+    load_model,
+    load_tokenizer,
+)
 from agentgym.train.rollout import Job, RolloutStats, Sampling, collect, derive_seed
 
 
@@ -46,20 +53,22 @@ class Trainer:
         self.resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
         factory = None if cfg.model.policy is None else get_policy(cfg.model.policy)
         self.tokenizer = load_tokenizer(self.resume_from or cfg.model.path)
-        self.policy: RoutedPolicy | None = None
-        if factory is not None:  # a step-routed policy (PA-MoE) around the model
-            self.policy = factory(
+        self.policy: RoutedPolicy = (
+            PlainPolicy(self._load_model())
+            if factory is None
+            else factory(  # a step-routed policy (PA-MoE) around the model
                 cfg.model.path,
                 cfg.model.device,
                 cfg.model.policy_options,
                 self.tokenizer,
                 self.resume_from,
             )
-        self.model = self._load_model() if self.policy is None else self.policy.model
+        )
+        self.model = self.policy.model
         self.chat = ChatFormat(self.tokenizer, cfg.env.system_prompt)
         self.spec = get_algorithm(cfg.algo.name)
         self.algo: Algorithm = self.spec.build(self.model, cfg)
-        self.extra = {**self.algo.extra_modules(), **(self.policy.modules() if self.policy else {})}
+        self.extra = {**self.algo.extra_modules(), **self.policy.modules()}
         params = [p for p in self.model.parameters() if p.requires_grad]
         params += [p for m in self.extra.values() for p in m.parameters()]
         self.optimizer = torch.optim.AdamW(
@@ -183,7 +192,7 @@ class Trainer:
         sampling = Sampling(
             r.max_turns, r.max_new_tokens, temperature, r.top_p, r.max_context_tokens
         )
-        router = None if self.policy is None else self.policy.router(self.step, explore, seed)
+        router = self.policy.router(self.step, explore, seed)
         self.model.eval()
         try:
             with self._autocast():
@@ -235,9 +244,9 @@ class Trainer:
             self.tokenizer.pad_token_id,
             returns,
         )
-        routed = {} if self.policy is None else self.policy.bind(episodes, advantages or [])
+        routed = self.policy.bind(episodes, advantages or [])
         loss_tokens = float(batch.loss_mask.sum())
-        if self.policy is None:  # a routed policy reads the rows in the order it was bound
+        if not self.policy.routed:  # a routed policy reads the rows in the order it was bound
             batch = self._rows_to_train(batch)
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
@@ -273,11 +282,10 @@ class Trainer:
             loss.backward()
             for k, v in parts.items():
                 totals[k] = totals.get(k, 0.0) + v
-        if self.policy is not None:  # the routed policy's own loss (PA-MoE: the router's)
-            extra, parts = self.policy.loss()
-            if extra.requires_grad:
-                extra.backward()
-            totals.update(parts)
+        extra, parts = self.policy.loss()  # a routed policy's own (PA-MoE: the router's)
+        if extra is not None and extra.requires_grad:
+            extra.backward()
+        totals.update(parts)
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         clip = self.cfg.optim.grad_clip
         norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
@@ -374,13 +382,12 @@ class Trainer:
             self.step,
             self.cfg.model_dump(),
         )
-        if self.policy is not None:
-            self.policy.save(directory)
+        self.policy.save(directory)
         return directory
 
     def merged(self, directory: Path) -> Path:
         """A plain checkpoint (LoRA merged) that loads as ``--agent hf:DIRECTORY``."""
-        if self.policy is not None:
+        if self.policy.routed:
             raise ValueError(
                 "a routed policy's experts do not merge into one model: evaluate "
                 f"its checkpoint with its agent spec ({self.cfg.model.policy}:PATH)"

@@ -174,6 +174,8 @@ class _Routing:
 class PAMoETraining:
     """PA-MoE as the trainer's routed policy (:class:`agentgym.train.policy.RoutedPolicy`)."""
 
+    routed = True
+
     def __init__(self, policy: PAMoEPolicy) -> None:
         self.policy, self.cfg = policy, policy.cfg
         self.model = RoutedLM(policy)
