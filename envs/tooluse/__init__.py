@@ -69,7 +69,8 @@ Expert                 replays the agent's gold actions (plus the write an env a
                        trajectory (its assertion needs the user's dismissal, its DB check the
                        user DB without it); telecom: all 2,285. BFCL: passes all 800
 Speed                  reset = fresh copy-on-write view of the shared database; ~190x faster
-                       than tau-bench's deep copy per reset (``benchmarks/tooluse.py``)
+                       than tau-bench's deep copy per reset; telecom: 240-660 resets/s with
+                       both sides' set-up actions (``benchmarks/tooluse.py``)
 Data                   tau2-bench (MIT) retail/airline/mock/telecom (telecom's TOML databases
                        converted to JSON), tau-bench (MIT) v1 retail, BFCL v4
                        (Apache-2.0), in ``data/`` with their licences
