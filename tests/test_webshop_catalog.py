@@ -1,5 +1,5 @@
-"""The bundled WebShop catalog's shape (options, per-category prices, product pages), WebShop's goal
-construction over it, and the loader of WebShop's own files on a fixture in WebShop's format."""
+"""The bundled WebShop catalog's shape (options, per-category prices, product pages) and WebShop's
+goal construction over it."""
 
 from __future__ import annotations
 
@@ -9,24 +9,21 @@ import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support import shared_data
+from test_webshop import run_expert
 
 from agentgym.envs.webshop import listing
 from agentgym.envs.webshop.catalog import DEFAULT_PRICE, bundled_catalog
 from agentgym.envs.webshop.env import WebShopEnv, shop_for
 from agentgym.envs.webshop.generate import COMPARABILITY
 from agentgym.envs.webshop.goals import NO_PRICE_LIMIT, PRICE_RANGE, WebShopGold
-from agentgym.envs.webshop.nouns import available_model, spacy_tagger
-from agentgym.envs.webshop.original import load_original
 from agentgym.envs.webshop.reward import get_reward
-from agentgym.task import Task, TaskSuite
+from agentgym.task import TaskSuite
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "tasks" / "webshop"
-FIXTURE = Path(__file__).resolve().parent / "data" / "webshop" / "original"
 TRAJECTORIES = shared_data() / "webshop" / "human_trajectories"
 WEBSHOP_RECORDS = [p for p in bundled_catalog() if p.source == "webshop"]
 
@@ -34,14 +31,6 @@ WEBSHOP_RECORDS = [p for p in bundled_catalog() if p.source == "webshop"]
 @pytest.fixture(scope="module")
 def test_suite() -> TaskSuite:
     return TaskSuite.load(TASKS / "test.jsonl")
-
-
-def play_expert(env: WebShopEnv, task: Task) -> dict[str, Any]:
-    env.reset(seed=0, options={"task": task})
-    while True:
-        *_, terminated, truncated, info = env.step(env.expert_action())
-        if terminated or truncated:
-            return info
 
 
 # ------------------------------------------------------------ prices
@@ -178,7 +167,7 @@ def test_goals_are_webshops_synthetic_goals(test_suite: TaskSuite) -> None:
 def test_expert_buys_the_goal_options(test_suite: TaskSuite) -> None:
     env = WebShopEnv()
     for task in test_suite.tasks[::10]:
-        info = play_expert(env, task)
+        _, info = run_expert(env, task)
         assert info["success"] and info["purchased"]["options"] == task.gold["goal_options"]
 
 
@@ -209,58 +198,3 @@ def test_catalog_and_suites_are_deterministic() -> None:
     assert listing.pricing("garden", True, random.Random(1)) == listing.pricing(
         "garden", True, random.Random(1)
     )
-
-
-# ------------------------------------------------------------ WebShop's own files
-def _tagger() -> Any:
-    if available_model():
-        return spacy_tagger()
-    return lambda titles: [tuple(t.lower().split()) for t in titles]
-
-
-def test_loader_reads_webshops_file_format(tmp_path: Path) -> None:
-    catalog, goals = load_original(
-        FIXTURE / "items_shuffle.json",
-        FIXTURE / "items_ins_v2.json",
-        FIXTURE / "items_human_ins.json",
-        FIXTURE / "reviews.json",
-        tagger=_tagger(),
-    )
-    # 'nan', a repeated ASIN and an ASIN over 10 characters are skipped, as load_products does
-    assert len(catalog) == 9 and len(goals) == 9  # the goal without attributes is skipped
-    shoes, band, candles = catalog["B096W49HCJ"], catalog["B092J891H7"], catalog["B07RVDW2Z2"]
-    assert shoes.pricing == (15.99, 19.99) and 15.99 <= shoes.price <= 19.99
-    assert shoes.price_tag == "$15.99 to $19.99" and catalog["B07XC7GVRK"].pricing == (339.0,)
-    assert shoes.query == "women's loafers & slip-ons"
-    assert band.options == {"color": ("black", "teal", "pink"), "size": ("38 | 40 | 41 mm", "42 | 44 | 45 mm")}  # fmt: skip
-    assert catalog["B08GCNBFX1"].bullet_points == ("Spray bottle for hair salon use, 260ml",)
-    assert candles.attributes == ("DUMMY_ATTR",) and candles.options == {}
-    assert [(r.title, r.score, r.body) for r in shoes.reviews] == [
-        ("Comfy and cute", 5, "True to size, my daughter wears them every day."),
-        ("Runs a bit small", 4, "Order half a size up."),
-    ]
-    assert shoes.rating == "4.5" and catalog["B09LV7HGHD"].reviews[0].body == ""
-    assert candles.rating == "N.A." and not candles.reviews
-    wig = next(g for g in goals if g["gold"]["asin"] == "B07NDLGGS1")
-    assert wig["gold"]["goal_options"] == ["rl56 | 60 silver mist"]
-    assert wig["instruction"].startswith("i am interested in a synthetic wig that is silver")
-
-    path = tmp_path / "webshop_fixture.json"
-    catalog.write(path)
-    env = WebShopEnv()
-    for k, goal in enumerate(goals):
-        task = Task(
-            id=f"orig-{k}",
-            env="agentgym/WebShop-v0",
-            instruction=goal["instruction"],
-            config={"catalog": str(path)},
-            gold=goal["gold"],
-        )
-        info = play_expert(env, task)
-        assert info["purchased"]["asin"] == goal["gold"]["asin"] and info["success"], task.id
-    env.reset(seed=0, options={"task": task})
-    env.step(f"search[{shoes.name}]")
-    obs, *_ = env.step("click[b096w49hcj]")
-    assert "Price: $15.99 to $19.99 [SEP] Rating: 4.5 [SEP] Description" in obs
-    obs, *_ = env.step("click[reviews]")
-    assert obs.endswith('"Runs a bit small" [SEP] 4 [SEP] Order half a size up.')

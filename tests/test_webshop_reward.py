@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from support import shared_data
+from test_webshop import run_expert
 
 from agentgym.envs.webshop.catalog import DEFAULT_PRICE, Product, bundled_catalog
 from agentgym.envs.webshop.env import WebShopEnv
@@ -21,6 +22,8 @@ from agentgym.task import Task
 
 DATA = shared_data() / "webshop"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/webshop is not here")
+FIXTURE = Path(__file__).resolve().parent / "data" / "webshop" / "original"
+"""A small catalog in WebShop's own file format (see tests/data/README.md)."""
 
 
 # ------------------------------------------------------------ text helpers
@@ -163,46 +166,6 @@ def test_trajectory_that_bought_the_goal_product_is_reproduced() -> None:
 
 
 # ------------------------------------------------------------ the original files
-def original_fixture(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """WebShop-format files built from the real goals of the human trajectories."""
-    goals = {r[0]["goal"]["asin"]: r[0]["goal"] for r in trajectories()}
-    attrs = json.loads((DATA / "items_ins_v2_1000.json").read_text())
-    products, attributes, human = [], {}, {}
-    for k, (asin, goal) in enumerate(sorted(goals.items())):
-        options = {
-            "color": [{"value": v.title()} for v in goal["goal_options"]] + [{"value": "Navy/Blue"}]
-        }
-        products.append({
-            "asin": asin, "name": goal["name"], "category": goal["category"], "query": f" {goal['query'].upper()} ",
-            "product_category": goal["product_category"], "full_description": goal["name"],
-            "small_description": goal["attributes"], "customization_options": options if k % 2 else None,
-            "pricing": f"${goal['price_upper'] / 2:.2f}" + (f" - ${goal['price_upper'] - 1:.2f}" if k % 3 else ""),
-        })  # fmt: skip
-        attributes[asin] = {"attributes": goal["attributes"]}
-        text = goal["instruction_text"].split(", and price")[0]
-        human[asin] = [
-            {
-                "instruction": text,
-                "instruction_attributes": goal["attributes"],
-                "instruction_options": goal["goal_options"],
-            }
-        ]
-    real = next(iter(attrs))
-    (
-        products.append({**products[0], "asin": real}),
-        products.append({**products[0]}),
-    )  # one real ASIN, one duplicate
-    attributes[real] = attrs[real]
-    paths = (
-        tmp_path / "items_shuffle.json",
-        tmp_path / "items_ins_v2.json",
-        tmp_path / "items_human_ins.json",
-    )
-    for path, content in zip(paths, (products, attributes, human), strict=True):
-        path.write_text(json.dumps(content))
-    return paths
-
-
 def test_pricing_and_options_parsing() -> None:
     assert parse_pricing("$10.99") == (10.99,) and parse_pricing("$1,299.00 - $1,499.99") == (
         1299.0,
@@ -214,19 +177,40 @@ def test_pricing_and_options_parsing() -> None:
     }
 
 
-@needs_data
-def test_original_files_load_and_play(tmp_path: Path) -> None:
-    files = original_fixture(tmp_path)
-    names: dict[str, tuple[str, ...]] = {}
-    tagger = (
-        spacy_tagger()
-        if available_model()
-        else (lambda titles: [names.setdefault(t, tuple(t.lower().split())) for t in titles])
+def _tagger() -> Any:
+    if available_model():
+        return spacy_tagger()
+    return lambda titles: [tuple(t.lower().split()) for t in titles]
+
+
+def test_loader_reads_webshops_file_format(tmp_path: Path) -> None:
+    catalog, goals = load_original(
+        FIXTURE / "items_shuffle.json",
+        FIXTURE / "items_ins_v2.json",
+        FIXTURE / "items_human_ins.json",
+        FIXTURE / "reviews.json",
+        tagger=_tagger(),
     )
-    catalog, goals = load_original(*files, tagger=tagger)
-    assert len(catalog) == 10 and len(goals) == 9
-    assert all(p.query == p.query.strip().lower() for p in catalog)
-    path = tmp_path / "catalog.json"
+    # 'nan', a repeated ASIN and an ASIN over 10 characters are skipped, as load_products does
+    assert len(catalog) == 9 and len(goals) == 9  # the goal without attributes is skipped
+    shoes, band, candles = catalog["B096W49HCJ"], catalog["B092J891H7"], catalog["B07RVDW2Z2"]
+    assert shoes.pricing == (15.99, 19.99) and 15.99 <= shoes.price <= 19.99
+    assert shoes.price_tag == "$15.99 to $19.99" and catalog["B07XC7GVRK"].pricing == (339.0,)
+    assert shoes.query == "women's loafers & slip-ons"
+    assert band.options == {"color": ("black", "teal", "pink"), "size": ("38 | 40 | 41 mm", "42 | 44 | 45 mm")}  # fmt: skip
+    assert catalog["B08GCNBFX1"].bullet_points == ("Spray bottle for hair salon use, 260ml",)
+    assert candles.attributes == ("DUMMY_ATTR",) and candles.options == {}
+    assert [(r.title, r.score, r.body) for r in shoes.reviews] == [
+        ("Comfy and cute", 5, "True to size, my daughter wears them every day."),
+        ("Runs a bit small", 4, "Order half a size up."),
+    ]
+    assert shoes.rating == "4.5" and catalog["B09LV7HGHD"].reviews[0].body == ""
+    assert candles.rating == "N.A." and not candles.reviews
+    wig = next(g for g in goals if g["gold"]["asin"] == "B07NDLGGS1")
+    assert wig["gold"]["goal_options"] == ["rl56 | 60 silver mist"]
+    assert wig["instruction"].startswith("i am interested in a synthetic wig that is silver")
+
+    path = tmp_path / "webshop_fixture.json"
     catalog.write(path)
     env = WebShopEnv()
     for k, goal in enumerate(goals):
@@ -237,11 +221,11 @@ def test_original_files_load_and_play(tmp_path: Path) -> None:
             config={"catalog": str(path)},
             gold=goal["gold"],
         )
-        WebShopEnv.validate_task(task)
-        env.reset(seed=0, options={"task": task})
-        while True:
-            _, reward, terminated, truncated, info = env.step(env.expert_action())
-            if terminated or truncated:
-                break
-        assert terminated and info["purchased"]["asin"] == goal["gold"]["asin"]
-        assert info["reward_info"]["r_type"] == 1.0 and info["reward_info"]["r_price"] is True
+        _, info = run_expert(env, task)
+        assert info["purchased"]["asin"] == goal["gold"]["asin"] and info["success"], task.id
+    env.reset(seed=0, options={"task": task})
+    env.step(f"search[{shoes.name}]")
+    obs, *_ = env.step("click[b096w49hcj]")
+    assert "Price: $15.99 to $19.99 [SEP] Rating: 4.5 [SEP] Description" in obs
+    obs, *_ = env.step("click[reviews]")
+    assert obs.endswith('"Runs a bit small" [SEP] 4 [SEP] Order half a size up.')
