@@ -10,6 +10,7 @@
 from agentgym.agent import Action, Agent, ExpertAgent, HumanAgent, RandomAgent, agent_factory
 from agentgym.env import NoExpert, ResetNeeded, Snapshot, TextEnv
 from agentgym.episode import Episode, Step, Usage
+from agentgym.parallel_env import TextParallelEnv
 from agentgym.registry import EnvSpec, list_envs, load_plugins, make, register, spec
 from agentgym.rollout import rollout
 from agentgym.runner import RunResult, evaluate
@@ -37,6 +38,7 @@ __all__ = [
     "TaskFileError",
     "TaskSuite",
     "TextEnv",
+    "TextParallelEnv",
     "UnicodeText",
     "Usage",
     "agent_factory",

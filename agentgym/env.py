@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium
+import numpy as np
 from pydantic import BaseModel
 
 from agentgym.spaces import UnicodeText
@@ -234,17 +235,28 @@ class TextEnv(gymnasium.Env[str, str]):
         return self._suite
 
     def _resolve_task(self, task: Task | dict[str, Any] | str | None) -> Task:
-        if isinstance(task, Task):
-            return task
-        if isinstance(task, dict):
-            return Task.model_validate(task)
-        if isinstance(task, str):
-            return self.suite[task]
-        if task is None:
-            return self.suite.tasks[int(self.np_random.integers(len(self.suite)))]
-        raise TypeError(
-            f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}"
-        )
+        return resolve_task(task, lambda: self.suite, self.np_random)
+
+
+def resolve_task(
+    task: Task | dict[str, Any] | str | None,
+    suite: Callable[[], TaskSuite],
+    rng: np.random.Generator,
+) -> Task:
+    """``options["task"]`` of any env as a Task: a Task, a dict, an id in ``suite()``, or None for
+    a draw from ``suite()`` with ``rng`` (the suite is loaded only when an id or a draw needs it)."""
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, dict):
+        return Task.model_validate(task)
+    if isinstance(task, str):
+        return suite()[task]
+    if task is None:
+        tasks = suite().tasks
+        return tasks[int(rng.integers(len(tasks)))]
+    raise TypeError(
+        f"options['task'] must be a Task, a dict, a task id or None, got {type(task).__name__}"
+    )
 
 
 def _private(config: Any) -> Any:

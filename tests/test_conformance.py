@@ -3,9 +3,16 @@
 import warnings
 
 import pytest
+from gymnasium.spaces import Discrete
 
 import agentgym
-from agentgym.testing import ConformanceError, NoOpEnv, check_env, noop_suite
+from agentgym.testing import (
+    ConformanceError,
+    NoOpEnv,
+    check_env,
+    check_parallel_env,
+    noop_suite,
+)
 
 
 @pytest.mark.parametrize("env_id", [s.id for s in agentgym.list_envs()])
@@ -50,3 +57,67 @@ class ForgetfulEnv(NoOpEnv):
 def test_kit_catches_broken_envs(env_cls, rule):
     with pytest.raises(ConformanceError, match=rule):
         check_env(env_cls(), tasks=noop_suite(1, length=4).tasks)
+
+
+class EchoParallelEnv(agentgym.TextParallelEnv):
+    """Two seats that hear each other; the episode ends after three steps."""
+
+    metadata = {"name": "echo_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(self):
+        super().__init__(["left", "right"])
+
+    def reset(self, seed=None, options=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        return dict.fromkeys(self.agents, "start"), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        left, right = self.possible_agents
+        obs = {left: str(actions.get(right))[:80], right: str(actions.get(left))[:80]}
+        done = dict.fromkeys(self.agents, self.t >= 3)
+        if self.t >= 3:
+            self.agents = []
+        return obs, dict.fromkeys(obs, 0.0), done, dict.fromkeys(obs, False), {a: {} for a in obs}
+
+
+class VanishingEnv(EchoParallelEnv):
+    """Breaks the contract: the seats leave without being terminated or truncated."""
+
+    def step(self, actions):
+        obs, rewards, _, truncated, infos = super().step(actions)
+        return obs, rewards, dict.fromkeys(obs, False), truncated, infos
+
+
+class WarningEnv(EchoParallelEnv):
+    """Breaks the contract: it warns (kit warnings are failures, as for single-agent envs)."""
+
+    def reset(self, seed=None, options=None):
+        warnings.warn("options are deprecated", DeprecationWarning, stacklevel=2)
+        return super().reset(seed, options)
+
+
+class NumberActionsEnv(EchoParallelEnv):
+    """Breaks the contract: actions are numbers, not text."""
+
+    def __init__(self):
+        super().__init__()
+        self.action_spaces = {a: Discrete(2) for a in self.possible_agents}
+
+
+def test_parallel_kit_passes_a_conforming_env():
+    check_parallel_env(EchoParallelEnv())
+
+
+@pytest.mark.parametrize(
+    "env_cls, rule",
+    [
+        (VanishingEnv, r"parallel_api_test raised AssertionError.*\[\] != "),
+        (WarningEnv, "parallel_api_test warned: options are deprecated"),
+        (NumberActionsEnv, "left's action space is Discrete"),
+        (NoOpEnv, "not an agentgym.TextParallelEnv"),
+    ],
+)
+def test_parallel_kit_catches_broken_envs(env_cls, rule):
+    with pytest.raises(ConformanceError, match=rule):
+        check_parallel_env(env_cls())

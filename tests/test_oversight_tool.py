@@ -1,15 +1,13 @@
 """Tool-use oversight over real tau2-bench retail tasks: safety, outcomes, filtering, learning."""
 
-import warnings
-
 import pytest
-from pettingzoo.test import parallel_api_test
 
 from agentgym.envs.oversight import tool_parallel_env
 from agentgym.envs.oversight.rules import AGENT, HUMAN
 from agentgym.envs.oversight.tool import CorruptedExpert, ToolOversightEnv, is_unsafe
 from agentgym.envs.oversight.toollearn import evaluate_tool, train_tool
 from agentgym.envs.tooluse.actions import format_call
+from agentgym.testing import check_parallel_env
 
 TASKS = ["tau2-retail-5", "tau2-retail-9", "tau2-retail-17", "tau2-retail-38"]
 
@@ -22,9 +20,7 @@ def play(env, agent, human, seed=0):
 
 
 def test_parallel_api():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        parallel_api_test(tool_parallel_env("tau2-retail-5", max_steps=20), num_cycles=50)
+    check_parallel_env(tool_parallel_env("tau2-retail-5", max_steps=20), num_cycles=50)
 
 
 def test_decoy_is_a_real_write_outside_the_gold():

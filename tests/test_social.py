@@ -7,7 +7,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-from pettingzoo.test import parallel_api_test
 from support import shared_data
 
 import agentgym
@@ -18,7 +17,7 @@ from agentgym.envs.social.negotiation import ItemDeal, PriceDeal, parse_deal
 from agentgym.envs.social.partners import make_negotiator
 from agentgym.envs.social.scripted import scripted_agent, stance_for
 from agentgym.task import TaskSuite, check_suite
-from agentgym.testing import check_env
+from agentgym.testing import check_env, check_parallel_env
 
 DATA = shared_data() / "sotopia"
 TASKS = Path(__file__).resolve().parents[1] / "tasks" / "social"
@@ -287,9 +286,7 @@ def test_unverifiable_scenarios_need_an_llm_judge(monkeypatch):
 
 # ---------------------------------------------------------------------------- parallel env
 def test_parallel_api():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PettingZoo's own deprecation notes, not ours
-        parallel_api_test(parallel_env(suite="social/negotiation"), num_cycles=100)
+    check_parallel_env(parallel_env(suite="social/negotiation"), num_cycles=100)
 
 
 def test_parallel_env_episode(negotiation):

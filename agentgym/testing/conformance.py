@@ -1,14 +1,18 @@
-"""``check_env``: Gymnasium's checker plus the agentgym contract, one small check per rule."""
+"""``check_env``: Gymnasium's checker plus the agentgym contract, one small check per rule;
+``check_parallel_env``: PettingZoo's ``parallel_api_test`` plus text spaces, for multi-agent envs."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from gymnasium.spaces import Text
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+from pettingzoo.test import parallel_api_test
 
 from agentgym.env import NoExpert, TextEnv
+from agentgym.parallel_env import TextParallelEnv
 from agentgym.task import Task
 
 DEEPLY_NESTED = ["[" * 100_000, '{"a":' * 50_000]
@@ -58,16 +62,32 @@ def check_env(
 
 def check_gymnasium(env: TextEnv) -> None:
     """Gymnasium's own ``check_env``, with any warning it raises turned into a failure."""
+    _strict("gymnasium check_env", lambda: gymnasium_check_env(env, skip_render_check=True))
+
+
+def check_parallel_env(env: Any, num_cycles: int = 100) -> None:
+    """Check a multi-agent env: a :class:`TextParallelEnv` whose seats all have text spaces, passing
+    PettingZoo's ``parallel_api_test`` for ``num_cycles`` steps; its warnings count as failures."""
+    if not isinstance(env, TextParallelEnv):
+        raise ConformanceError(f"{type(env).__name__} is not an agentgym.TextParallelEnv")
+    for agent in env.possible_agents:
+        spaces = {"observation": env.observation_space(agent), "action": env.action_space(agent)}
+        for kind, space in spaces.items():
+            if not isinstance(space, Text):
+                raise ConformanceError(f"{agent}'s {kind} space is {space}, not a Text space")
+    _strict("pettingzoo parallel_api_test", lambda: parallel_api_test(env, num_cycles=num_cycles))
+
+
+def _strict(label: str, check: Callable[[], object]) -> None:
+    """Run ``check``: an exception or any warning it raises becomes a ConformanceError."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            gymnasium_check_env(env, skip_render_check=True)
+            check()
         except Exception as e:
-            raise ConformanceError(f"gymnasium check_env raised {e!r}") from e
+            raise ConformanceError(f"{label} raised {e!r}") from e
     if caught:
-        raise ConformanceError(
-            "gymnasium check_env warned: " + "; ".join(str(w.message) for w in caught)
-        )
+        raise ConformanceError(f"{label} warned: " + "; ".join(str(w.message) for w in caught))
 
 
 def _expert_actions(env: TextEnv, task: Task | str, seed: int, max_steps: int) -> list[str] | None:

@@ -2,49 +2,32 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
-
-from pettingzoo import ParallelEnv
 
 from agentgym.envs.oversight.episode import GridEpisode, joint_step, observe
 from agentgym.envs.oversight.game import GridConfig, GridGame
 from agentgym.envs.oversight.rules import MOVES, PLAYERS
-from agentgym.spaces import UnicodeText
-
-RENDER_MODES = ["ansi", "human"]
+from agentgym.parallel_env import TextParallelEnv
 
 
-class GridOversightEnv(ParallelEnv[str, str, str]):
+class GridOversightEnv(TextParallelEnv):
     """Two seats, ``agent`` (play/ask) and ``human`` (trust/oversee), moving simultaneously."""
 
     metadata = {
         "name": "oversight_grid_v0",
-        "render_modes": RENDER_MODES,
+        "render_modes": ["ansi", "human"],
         "is_parallelizable": True,
     }
+    observation_length = 1 << 14
+    action_length = 1 << 10
 
     def __init__(self, config: GridConfig | dict[str, Any], render_mode: str | None = None) -> None:
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not supported; use one of {RENDER_MODES}"
-            )
+        super().__init__(PLAYERS, render_mode)
         self.config = (
             config if isinstance(config, GridConfig) else GridConfig.model_validate(config)
         )
         self.game = GridGame(self.config)
-        self.render_mode = render_mode
-        self.possible_agents = list(PLAYERS)
-        self.agents: list[str] = []
         self.episode = GridEpisode(self.game.map.start)
-
-    @functools.cache  # noqa: B019 - PettingZoo wants the same object every call
-    def observation_space(self, agent: str) -> UnicodeText:
-        return UnicodeText(max_length=1 << 14)
-
-    @functools.cache  # noqa: B019
-    def action_space(self, agent: str) -> UnicodeText:
-        return UnicodeText(max_length=1 << 10)
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None

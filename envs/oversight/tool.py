@@ -14,11 +14,9 @@ agentgym agent can be sigma instead (``sigma=`` a factory of the inner env).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
-from pettingzoo import ParallelEnv
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentgym.envs.oversight.rules import (
@@ -35,8 +33,8 @@ from agentgym.envs.oversight.rules import (
 from agentgym.envs.tooluse.actions import ToolCall, format_call, parse_action
 from agentgym.envs.tooluse.env import TauEnv, expert_plan
 from agentgym.envs.tooluse.tasks import TauGold
+from agentgym.parallel_env import TextParallelEnv
 from agentgym.registry import make
-from agentgym.spaces import UnicodeText
 from agentgym.task import Task, TaskSuite
 
 ENV_BY_DOMAIN = {
@@ -164,14 +162,16 @@ class CorruptedExpert:
 SigmaFactory = Callable[[TauEnv], Any]
 
 
-class ToolOversightEnv(ParallelEnv[str, str, str]):
+class ToolOversightEnv(TextParallelEnv):
     """The oversight game over one tool-use task, as a PettingZoo ``ParallelEnv``."""
 
     metadata = {"name": "oversight_tool_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    action_length = 1 << 10
 
     def __init__(
         self, config: ToolConfig | dict[str, Any], sigma: SigmaFactory | None = None
     ) -> None:
+        super().__init__(PLAYERS)
         self.config = (
             config if isinstance(config, ToolConfig) else ToolConfig.model_validate(config)
         )
@@ -180,17 +180,6 @@ class ToolOversightEnv(ParallelEnv[str, str, str]):
         self.inner: TauEnv = make(_env_id(self.task)).unwrapped
         self.decoys = decoys(self.suite, self.task, self.config.corrupt)
         self.sigma_factory = sigma or (lambda env: CorruptedExpert(env, self.decoys))
-        self.possible_agents = list(PLAYERS)
-        self.agents: list[str] = []
-        self.render_mode = None
-
-    @functools.cache  # noqa: B019 - PettingZoo wants the same object every call
-    def observation_space(self, agent: str) -> UnicodeText:
-        return UnicodeText(max_length=1 << 20)
-
-    @functools.cache  # noqa: B019
-    def action_space(self, agent: str) -> UnicodeText:
-        return UnicodeText(max_length=1 << 10)
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None

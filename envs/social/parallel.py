@@ -9,24 +9,23 @@ is told to wait. Rewards are 0 until the end, then each agent's goal score scale
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
-from pettingzoo import ParallelEnv
 
+from agentgym.env import resolve_task
 from agentgym.envs.social.config import SocialConfig
 from agentgym.envs.social.factory import make_judge
 from agentgym.envs.social.game import GameState, play_turn
 from agentgym.envs.social.judge import Evaluation, Judge
 from agentgym.envs.social.prompt import observation
-from agentgym.spaces import UnicodeText
+from agentgym.parallel_env import TextParallelEnv
 from agentgym.task import Task, TaskSuite
 
 AGENTS = ["agent_0", "agent_1"]
 
 
-class SocialParallelEnv(ParallelEnv[str, str, str]):
+class SocialParallelEnv(TextParallelEnv):
     """Two-agent Sotopia episodes (see :mod:`agentgym.envs.social`)."""
 
     metadata = {"name": "social_v0", "render_modes": ["ansi"], "is_parallelizable": True}
@@ -39,24 +38,12 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
         evaluate_every_turn: bool = False,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode {render_mode!r} is not supported; use None or 'ansi'")
+        super().__init__(AGENTS, render_mode)
         self.suite = suite if isinstance(suite, TaskSuite) else TaskSuite.load(suite)
         self.judge_spec, self.model = judge, model
         self.evaluate_every_turn = evaluate_every_turn
-        self.render_mode = render_mode
-        self.possible_agents = list(AGENTS)
-        self.agents: list[str] = []
         self.rng = np.random.default_rng()
         self.task: Task | None = None
-
-    @functools.cache  # noqa: B019 - PettingZoo wants the same object per agent
-    def observation_space(self, agent: str) -> UnicodeText:
-        return UnicodeText(max_length=1 << 20)
-
-    @functools.cache  # noqa: B019
-    def action_space(self, agent: str) -> UnicodeText:
-        return UnicodeText(max_length=1 << 14)
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
@@ -65,8 +52,7 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
             self.rng = np.random.default_rng(seed)
             for i, agent in enumerate(AGENTS):
                 self.action_space(agent).seed(seed + i)
-        task = (options or {}).get("task")
-        self.task = self._task(task)
+        self.task = resolve_task((options or {}).get("task"), lambda: self.suite, self.rng)
         self.config = SocialConfig.model_validate(self.task.config)
         self.judge: Judge = make_judge(self.judge_spec, self.config, self.model)
         self.state = GameState()
@@ -75,15 +61,6 @@ class SocialParallelEnv(ParallelEnv[str, str, str]):
         obs = {a: self._observe(i, first=True) for i, a in enumerate(AGENTS)}
         infos = {a: self._info(i, valid=True) for i, a in enumerate(AGENTS)}
         return obs, infos
-
-    def _task(self, task: Task | dict[str, Any] | str | None) -> Task:
-        if isinstance(task, Task):
-            return task
-        if isinstance(task, dict):
-            return Task.model_validate(task)
-        if isinstance(task, str):
-            return self.suite[task]
-        return self.suite.tasks[int(self.rng.integers(len(self.suite)))]
 
     def step(
         self, actions: dict[str, str]
