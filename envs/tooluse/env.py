@@ -205,10 +205,12 @@ class TauEnv(TextEnv):
             return self._tool_step(parsed)
         return self._message_step(parsed)
 
-    def _tool_step(self, call: ToolCall) -> StepResult:
+    def _tool_step(self, call: ToolCall, side: Requestor = "assistant") -> StepResult:
+        """The agent's tool call, run on ``side``'s tools (the user's phone in tau2's solo mode);
+        the agent is the requestor either way."""
         st = self.state
-        known = st.world.tools.kind(call.name) is not None
-        result = st.world.call(call.name, call.arguments)
+        known = st.world.toolkit(side).kind(call.name) is not None
+        result = st.world.call(call.name, call.arguments, side)
         st.calls.append((call.name, call.arguments, "assistant"))
         call_id = f"call_{st.steps}"
         st.transcript.append(

@@ -21,7 +21,7 @@ from agentgym.envs.tooluse.actions import Malformed, Message, ToolCall, format_c
 from agentgym.envs.tooluse.env import TauEnv, TauState
 from agentgym.envs.tooluse.reward import Judge, RewardInfo, gold_world
 from agentgym.envs.tooluse.users import UserSimulator
-from agentgym.envs.tooluse.world import TERMINATE_TOOLS, Requestor, World, get_domain
+from agentgym.envs.tooluse.world import TERMINATE_TOOLS, World, get_domain
 from agentgym.task import Task
 
 DONE = "done"
@@ -104,23 +104,9 @@ class TauTelecomEnv(TauEnv):
     def _solo_tool_step(self, call: ToolCall) -> StepResult:
         """tau2's solo dispatch: a tool the phone has runs on the phone, any other on the agent's
         side; the agent is the requestor either way."""
-        st = self.state
-        on_phone = st.world.user_tools is not None and st.world.user_tools.kind(call.name)
-        side: Requestor = "user" if on_phone else "assistant"
-        known = st.world.toolkit(side).kind(call.name) is not None
-        result = st.world.call(call.name, call.arguments, side)
-        st.calls.append((call.name, call.arguments, "assistant"))
-        call_id = f"call_{st.steps}"
-        st.transcript.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{"id": call_id, "name": call.name, "arguments": call.arguments}],
-            }
-        )
-        st.transcript.append({"role": "tool", "tool_call_id": call_id, "content": result.output})
-        info = {"valid": known, "source": call.name, "tool_error": result.error}
-        return self._finish(result.output, known and call.name in TERMINATE_TOOLS, info)
+        phone = self.state.world.user_tools
+        on_phone = phone is not None and phone.kind(call.name) is not None
+        return self._tool_step(call, "user" if on_phone else "assistant")
 
     def _end_early(self, obs: str) -> StepResult:
         """End the episode with reward 0 (tau2: a run that does not end by a stop scores 0)."""
