@@ -37,8 +37,7 @@ switcher rewards after the switch, 4 of 13 arms) before the switch and on the 1s
 after it (re-ranking shows as this rising); *recovery*: agent turns after the switch until r_t
 is back at its level just before the switch (episodes without turns on both sides of the switch
 are left out; those that never recover count the turns they had left + 1). Figures are noisy:
-the machine is shared. On 2 shared cores the default run takes about 14 minutes, ``--extra``
-about 35.
+the machine is shared; they are kept in docs/results.md.
 """
 
 from __future__ import annotations
@@ -318,7 +317,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--embedder", default="auto", choices=["hash", "minilm", "auto"])
     parser.add_argument("--eta", type=float, default=5.0, help="ALSO's eta (0.5..10)")
-    parser.add_argument("--epochs", type=int, default=100, help="surrogate epochs (METHODS: 100)")
+    parser.add_argument("--epochs", type=int, default=100, help="surrogate epochs (the paper: 100)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (shared machine: 1)")
     parser.add_argument("--all-tasks", action="store_true", help="keep uncontested bargains")
     parser.add_argument("--extra", action="store_true", help="add the rows of EXTRA")

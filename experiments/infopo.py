@@ -340,8 +340,7 @@ def parser() -> argparse.ArgumentParser:
         "--sft-steps",
         type=int,
         default=12,
-        help="brief SFT, so that the first GRPO groups all fail (12: every group of the first "
-        "batch failed in seeds 0-2)",
+        help="brief SFT, so that the first GRPO groups all fail",
     )
     p.add_argument("--sft-lr", type=float, default=5e-3)
     p.add_argument("--rl-steps", type=int, default=20)

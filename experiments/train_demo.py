@@ -132,7 +132,7 @@ def narrow_room(task: Task, max_receptacles: int, variant: int) -> Task:
     [5, ``max_receptacles``]: it keeps one receptacle holding the goal object, one of the
     destination type (``put``) or holding the lamp (``examine``), and seeded others; what lay
     in a dropped receptacle is gone. Eleven small floorplans are too few layouts: a tiny model
-    memorises them (measured: it goes to ``armchair 1`` in held-out rooms without one)."""
+    memorises them (it then goes to receptacles held-out rooms do not have)."""
     from agentgym.envs.household.config import HouseholdConfig, type_of
     from agentgym.envs.household.goals import parse_goal
 
@@ -222,8 +222,7 @@ def demo_model(
     """A tiny Llama (as ``agentgym model init``) with a tokenizer fitted to the demo's texts
     (and to ``extra_texts``, e.g. early experience's next states and rationales).
     ``name_tokens``: every ``type N`` name in them (``drawer 2``) becomes one token, so going
-    somewhere seen is copying one token (Household; not shown to help yet: 0/86 held-out after
-    300 SFT steps with and without)."""
+    somewhere seen is copying one token (Household; whether it helps: docs/results.md)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from agentgym.llm.tiny import train_tokenizer

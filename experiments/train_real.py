@@ -270,7 +270,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2", help="a named model or checkpoint folder")
     p.add_argument("--env", choices=["KBQA-v0", "Household-v0"], default="KBQA-v0")
-    p.add_argument("--quick", action="store_true", help="one seed, few steps (< 15 min here)")
+    p.add_argument("--quick", action="store_true", help="one seed, few steps")
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--sft-steps", type=int, default=None)
     p.add_argument("--rl-steps", type=int, default=None)
