@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import statistics
 import time
@@ -38,6 +37,7 @@ from agentgym.task import Task, TaskSuite, write_tasks
 from experiments import train_demo
 from experiments.results import (
     markdown_table,
+    mean_interval,
     print_table,
     recorded,
     run_experiment,
@@ -234,15 +234,6 @@ def _records(results: list[dict], stage: str, tag: str) -> list[dict[str, Any]]:
     return [r for res in results for r in res[stage] if r["tag"] == tag]
 
 
-def _mean_ci(values: list[float]) -> tuple[float, float, float]:
-    """Mean with a 95% normal interval (over episodes pooled across seeds)."""
-    if not values:
-        return 0.0, 0.0, 0.0
-    m = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-    return m, m - half, m + half
-
-
 def heldout_rows(results: list[dict]) -> list[list[str]]:
     """Per held-out group and stage: per-seed F1, pooled F1 [95%], exact match [Wilson],
     invalid actions per episode."""
@@ -252,7 +243,7 @@ def heldout_rows(results: list[dict]) -> list[list[str]]:
             recs = _records(results, stage, tag)
             if not recs:
                 continue
-            m, lo, hi = _mean_ci([r["f1"] for r in recs])
+            m, lo, hi = mean_interval([r["f1"] for r in recs])
             wins = sum(r["success"] for r in recs)
             slo, shi = wilson_interval(wins, len(recs))
             per_seed = [
@@ -282,8 +273,10 @@ def paired_rows(results: list[dict]) -> list[list[str]]:
         keys = sorted(sft.keys() & rl.keys())
         if not keys:
             continue
-        m, lo, hi = _mean_ci([rl[k]["f1"] - sft[k]["f1"] for k in keys])
-        sm, slo, shi = _mean_ci([float(rl[k]["success"]) - float(sft[k]["success"]) for k in keys])
+        m, lo, hi = mean_interval([rl[k]["f1"] - sft[k]["f1"] for k in keys])
+        sm, slo, shi = mean_interval(
+            [float(rl[k]["success"]) - float(sft[k]["success"]) for k in keys]
+        )
         up = sum(
             statistics.fmean(r["f1"] for r in res["rl"] if r["tag"] == tag)
             > statistics.fmean(r["f1"] for r in res["sft"] if r["tag"] == tag)

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+
+def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean with a normal 95% interval (zeros for no values)."""
+    if not values:
+        return 0.0, 0.0, 0.0
+    m = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return m, m - half, m + half
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

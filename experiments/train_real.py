@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import statistics
 import tempfile
@@ -35,7 +34,7 @@ from agentgym.metrics import wilson_interval
 from agentgym.task import TaskSuite
 from agentgym.train.config import TrainConfig, set_dotted
 from experiments import kbqa_r1, train_demo
-from experiments.results import markdown_table
+from experiments.results import markdown_table, mean_interval
 
 STAGES = (("before", "untrained"), ("sft", "after SFT"), ("rl", "after RL"))
 
@@ -195,20 +194,12 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
 
 # ============================================================================ report
-def _mean_ci(values: list[float]) -> tuple[float, float, float]:
-    if not values:
-        return 0.0, 0.0, 0.0
-    m = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-    return m, m - half, m + half
-
-
 def stage_rows(results: list[dict], tag: str | None) -> list[list[str]]:
     """Per stage: per-seed mean score, pooled score [95%], success [95% Wilson], episodes."""
     rows = []
     for stage, label in STAGES:
         recs = [r for res in results for r in res[stage] if tag is None or r["tag"] == tag]
-        m, lo, hi = _mean_ci([r["score"] for r in recs])
+        m, lo, hi = mean_interval([r["score"] for r in recs])
         wins = sum(r["success"] for r in recs)
         slo, shi = wilson_interval(wins, len(recs))
         per_seed = [
@@ -229,8 +220,10 @@ def paired_rows(results: list[dict], tag: str | None) -> list[list[str]]:
         x = {(res["seed"], r["key"]): r for res in results for r in res[a]}
         y = {(res["seed"], r["key"]): r for res in results for r in res[b]}
         keys = sorted(k for k in x.keys() & y.keys() if tag is None or x[k]["tag"] == tag)
-        m, lo, hi = _mean_ci([y[k]["score"] - x[k]["score"] for k in keys])
-        sm, slo, shi = _mean_ci([float(y[k]["success"]) - float(x[k]["success"]) for k in keys])
+        m, lo, hi = mean_interval([y[k]["score"] - x[k]["score"] for k in keys])
+        sm, slo, shi = mean_interval(
+            [float(y[k]["success"]) - float(x[k]["success"]) for k in keys]
+        )
         label = f"{dict(STAGES)[b]} - {dict(STAGES)[a]}"
         rows.append(
             [tag or "all", label, f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]",
