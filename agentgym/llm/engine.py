@@ -15,6 +15,11 @@ steps as its longest line, not ``max_tokens``). Engines loaded from a checkpoint
 completion (the next turn of an episode) prefills only its new tokens (SmolLM2, 8 episodes of
 ~1,100 tokens: 14 s a turn instead of 54-60), and rows still going after 16, 32, 64... steps
 continue from it in a smaller batch.
+
+Sampling draws each row's tokens from the row's own generator (Gumbel-max over the tempered,
+top-p-filtered distribution), so a seeded request gives the same text alone or in any batch. A
+queued request whose future is cancelled, or whose ``timeout_s`` passes, stops at its next decode
+step; a batch that raises is rerun one request at a time, so only the culprit fails.
 """
 
 from __future__ import annotations
