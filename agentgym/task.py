@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -198,3 +198,17 @@ def write_tasks(path: Path, tasks: Iterable[Task]) -> int:
             fh.write(task.model_dump_json() + "\n")
             n += 1
     return n
+
+
+def write_manifest(out: Path, manifest: dict[str, Any], sort_keys: bool = False) -> dict[str, Any]:
+    """Write ``out/manifest.json``, the provenance every task generator records beside its suites
+    (generator, seed, counts, file hashes, sources); return ``manifest``."""
+    text = json.dumps(manifest, indent=2, sort_keys=sort_keys) + "\n"
+    (out / "manifest.json").write_text(text, encoding="utf-8")
+    return manifest
+
+
+def suite_counts(tasks: Sequence[Task]) -> dict[str, Any]:
+    """A suite's size and its tags' counts (sorted by tag), as manifests record them."""
+    tags = Counter(t for task in tasks for t in task.tags)
+    return {"tasks": len(tasks), "tags": dict(sorted(tags.items()))}

@@ -1,86 +1,34 @@
 """Built-in agentgym environments, registered through the ``agentgym.envs`` entry point.
 
-Registration is by ``module:Class`` string, so importing this package imports no env module.
+Registration is by ``module:Class`` string, so importing this package imports no env module. A new
+env is its folder here plus one line in ``BUILTIN_ENVS``: setup.py finds the folder's packages and
+pyproject's package data takes its ``data/`` (docs/ARCHITECTURE.md, "Adding an env").
 """
 
 from agentgym.registry import register
 
-BUILTIN_ENVS: list[tuple[str, str, str]] = [
-    # (id, entry point, one-line description)
-    (
-        "Clarify-v0",
-        "agentgym.envs.clarify.env:ClarifyEnv",
-        "Intent clarification (20 questions) over real products and movies",
-    ),
-    (
-        "Household-v0",
-        "agentgym.envs.household.env:HouseholdEnv",
-        "ALFWorld-compatible household text game (6 task types, 120 ALFRED floor plans)",
-    ),
-    (
-        "KBQA-v0",
-        "agentgym.envs.kbqa.env:KBQAEnv",
-        "Knowledge-base QA over MetaQA with KBQA-R1's actions (joins, merge, order, compare, count)",
-    ),
-    (
-        "OversightAgent-v0",
-        "agentgym.envs.oversight.seats:OversightAgentEnv",
-        "Oversight game (gridworld), agent seat: play or ask; the human is an embedded partner",
-    ),
-    (
-        "OversightHuman-v0",
-        "agentgym.envs.oversight.seats:OversightHumanEnv",
-        "Oversight game (gridworld), human seat: trust or oversee; the agent is an embedded partner",
-    ),
-    (
-        "TauRetail-v0",
-        "agentgym.envs.tooluse.env:TauRetailEnv",
-        "Customer service with a simulated user: tau2-bench retail tools, policy and tasks",
-    ),
-    (
-        "TauAirline-v0",
-        "agentgym.envs.tooluse.env:TauAirlineEnv",
-        "Customer service with a simulated user: tau2-bench airline tools, policy and tasks",
-    ),
-    (
-        "TauMock-v0",
-        "agentgym.envs.tooluse.env:TauMockEnv",
-        "tau2-bench's mock domain (every tau2 evaluation feature, 10 tasks)",
-    ),
-    (
-        "TauTelecom-v0",
-        "agentgym.envs.tooluse.telecom_env:TauTelecomEnv",
-        "tau2-bench telecom: dual control, the user fixes their own phone with its tools",
-    ),
-    (
-        "TauBenchRetail-v0",
-        "agentgym.envs.tooluse.env:TauBenchRetailEnv",
-        "tau-bench v1 retail: its tools, data and tasks, graded by database hash and outputs",
-    ),
-    (
-        "BFCL-v0",
-        "agentgym.envs.tooluse.bfcl:BFCLEnv",
-        "Single-turn function calling (BFCL v4 simple, multiple, parallel), AST-graded",
-    ),
-    (
-        "Swe-v0",
-        "agentgym.envs.swe.env:SweEnv",
-        "Fix bugs in sandboxed repositories (HumanEvalFix, toolz mutations); hidden tests grade",
-    ),
-    (
-        "WebShop-v0",
-        "agentgym.envs.webshop.env:WebShopEnv",
-        "WebShop-compatible web shopping (search, results, options, buy) with WebShop's reward",
-    ),
-    (
-        "Social-v0",
-        "agentgym.envs.social.env:SocialEnv",
-        "Sotopia social interaction (one seat, partner embedded); rule or LLM judge on 7 dimensions",
-    ),
-]
+# fmt: off
+BUILTIN_ENVS: dict[str, tuple[str, str]] = {
+    # id: (module:Class below agentgym.envs, one line for `agentgym envs`)
+    "Clarify-v0": ("clarify.env:ClarifyEnv", "Intent clarification (20 questions) over real products and movies"),
+    "Household-v0": ("household.env:HouseholdEnv", "ALFWorld-compatible household text game (6 task types, 120 ALFRED floor plans)"),
+    "KBQA-v0": ("kbqa.env:KBQAEnv", "Knowledge-base QA over MetaQA with KBQA-R1's actions (joins, merge, order, compare, count)"),
+    "OversightAgent-v0": ("oversight.seats:OversightAgentEnv", "Oversight game (gridworld), agent seat: play or ask; the human is an embedded partner"),
+    "OversightHuman-v0": ("oversight.seats:OversightHumanEnv", "Oversight game (gridworld), human seat: trust or oversee; the agent is an embedded partner"),
+    "TauRetail-v0": ("tooluse.env:TauRetailEnv", "Customer service with a simulated user: tau2-bench retail tools, policy and tasks"),
+    "TauAirline-v0": ("tooluse.env:TauAirlineEnv", "Customer service with a simulated user: tau2-bench airline tools, policy and tasks"),
+    "TauMock-v0": ("tooluse.env:TauMockEnv", "tau2-bench's mock domain (every tau2 evaluation feature, 10 tasks)"),
+    "TauTelecom-v0": ("tooluse.telecom_env:TauTelecomEnv", "tau2-bench telecom: dual control, the user fixes their own phone with its tools"),
+    "TauBenchRetail-v0": ("tooluse.env:TauBenchRetailEnv", "tau-bench v1 retail: its tools, data and tasks, graded by database hash and outputs"),
+    "BFCL-v0": ("tooluse.bfcl:BFCLEnv", "Single-turn function calling (BFCL v4 simple, multiple, parallel), AST-graded"),
+    "Swe-v0": ("swe.env:SweEnv", "Fix bugs in sandboxed repositories (HumanEvalFix, toolz mutations); hidden tests grade"),
+    "WebShop-v0": ("webshop.env:WebShopEnv", "WebShop-compatible web shopping (search, results, options, buy) with WebShop's reward"),
+    "Social-v0": ("social.env:SocialEnv", "Sotopia social interaction (one seat, partner embedded); rule or LLM judge on 7 dimensions"),
+}
+# fmt: on
 
 
 def register_envs() -> None:
     """Register every built-in env with agentgym and Gymnasium."""
-    for env_id, entry_point, description in BUILTIN_ENVS:
-        register(env_id, entry_point, description=description)
+    for env_id, (entry_point, description) in BUILTIN_ENVS.items():
+        register(env_id, f"{__name__}.{entry_point}", description=description)

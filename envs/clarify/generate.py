@@ -22,9 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agentgym.cache import sha256_file
 from agentgym.envs.clarify.env import ClarifyEnv
 from agentgym.envs.clarify.items import Item
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, suite_counts, write_manifest, write_tasks
 
 SEED = 20240601
 SLACK = 4
@@ -254,14 +255,8 @@ def manifest(
                 r: {"attribute": a, "max_values": m} for r, (a, m) in MOVIE_RELATIONS.items()
             },
         },
-        "counts": {
-            split: {
-                "tasks": len(tasks),
-                "tags": dict(sorted(Counter(t for x in tasks for t in x.tags).items())),
-            }
-            for split, tasks in suites.items()
-        },
-        "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files},
+        "counts": {split: suite_counts(tasks) for split, tasks in suites.items()},
+        "sha256": {f: sha256_file(out / f) for f in files},
         "sources": {d: asdict(s) for d, s in SOURCES.items()},
     }
 
@@ -279,8 +274,7 @@ def generate(
         write_tasks(out / f"{split}.jsonl", suites[split])
     info = manifest(suites, out, seed, write_licences(data, out))
     info["pools"] = {d: len(items) for d, items in pools.items()}
-    (out / "manifest.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    return info
+    return write_manifest(out, info)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

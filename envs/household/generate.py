@@ -24,7 +24,6 @@ machines, toasters ...) stand alone.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import shutil
@@ -33,12 +32,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentgym.cache import sha256_file
 from agentgym.envs.household.catalog import catalog
 from agentgym.envs.household.config import APPLIANCE, HouseholdConfig, layouts, type_of
 from agentgym.envs.household.engine import won
 from agentgym.envs.household.goals import SHORT, Goal, TaskType
 from agentgym.envs.household.scene import compile_scene
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 ENV_ID = "agentgym/Household-v0"
 SEED = 20240917
@@ -243,7 +243,7 @@ def manifest(out: Path, suites: dict[str, list[Task]], seed: int) -> dict[str, A
         "floorplans": {s: len({t.config["floorplan"] for t in ts}) for s, ts in suites.items()},
         "shared_locations": {s: _sharing(ts) for s, ts in suites.items()},
         "sources": [{"data": SOURCE, "licence": "MIT", "licence_file": "LICENSE-alfworld"}],
-        "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files},
+        "sha256": {f: sha256_file(out / f) for f in files},
     }
 
 
@@ -262,9 +262,7 @@ def generate(out: Path, seed: int = SEED, splits: Sequence[str] = tuple(SPLITS))
         write_tasks(out / f"{split}.jsonl", tasks)
     licence = Path(__file__).resolve().parent / "data" / "LICENSE-alfworld"
     shutil.copyfile(licence, out / "LICENSE-alfworld")
-    info = manifest(out, suites, seed)
-    (out / "manifest.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    return info
+    return write_manifest(out, manifest(out, suites, seed))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

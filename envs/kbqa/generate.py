@@ -30,7 +30,7 @@ from agentgym.envs.kbqa.actions import parse
 from agentgym.envs.kbqa.build import metaqa_source, sha256_file
 from agentgym.envs.kbqa.executor import Executor, Result
 from agentgym.envs.kbqa.kb import KnowledgeBase, open_kb
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 SEED = 20240607
 SLACK = 4
@@ -309,9 +309,7 @@ def generate(
     for name, tasks in suites.items():
         write_tasks(out / f"{name}.jsonl", tasks)
     (out / "LICENSE-metaqa").write_text(NOTICE, encoding="utf-8")
-    info = _manifest(suites, stats, out, seed)
-    (out / "manifest.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    return info
+    return write_manifest(out, _manifest(suites, stats, out, seed))
 
 
 def _manifest(

@@ -11,7 +11,6 @@ kept only if the team-optimal plan reaches the goal without a violation.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from agentgym.envs.oversight.grid import (
     map_names,
 )
 from agentgym.envs.oversight.seats import game_for
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 SEED = 20251001
 VARIANTS = 2
@@ -131,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "data": "maps in envs/oversight/data (written for agentgym; absent-supervisor re-expresses "
         "the layout of DeepMind's ai-safety-gridworlds, Apache-2.0, see LICENSE-ai-safety-gridworlds)",
     }
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    write_manifest(args.out, manifest)
     print(f"wrote {n} tasks to {args.out}")
 
 

@@ -12,15 +12,15 @@ Sotopia relationship profile.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agentgym.cache import sha256_file
 from agentgym.envs.social.config import RELATIONSHIPS, AgentProfile, SocialConfig
 from agentgym.envs.social.negotiation import parse_deal
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 ENV_ID = "agentgym/Social-v0"
 FILES = [
@@ -126,13 +126,11 @@ def main(argv: list[str] | None = None) -> None:
         manifest["suites"][name] = {
             "tasks": len(tasks),
             "sources": dict(sorted(Counter(t.tags[0] for t in tasks).items())),
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "sha256": sha256_file(path),
         }
-    manifest["data"] = {
-        f: hashlib.sha256((args.data / "sotopia" / f).read_bytes()).hexdigest() for f in FILES
-    }
+    manifest["data"] = {f: sha256_file(args.data / "sotopia" / f) for f in FILES}
     manifest["source"] = "sotopia-lab/sotopia-space profiles/, sotopia-pi (CC BY-SA 4.0)"
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    write_manifest(args.out, manifest)
     (args.out / "LICENSE-sotopia").write_text(NOTICE)
     print(json.dumps(manifest["suites"], indent=2))
 

@@ -13,18 +13,18 @@ Both run in the local (bubblewrap) sandbox; the suites do not depend on which pr
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from agentgym.cache import sha256_file
 from agentgym.envs.swe import humanevalfix, minirepo
 from agentgym.envs.swe.config import SweConfig, SweGold
 from agentgym.envs.swe.grading import grade
 from agentgym.envs.swe.repo import build_files, install
 from agentgym.sandbox import Sandbox, SandboxPool, get_provider
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HUMANEVALFIX = "humanevalfix/humanevalpack_python.jsonl"
@@ -65,10 +65,10 @@ def write_suite(out: Path, name: str, tasks: list[Task], meta: dict[str, Any]) -
     manifest["generator"] = "python -m agentgym.envs.swe.generate"
     manifest["suites"][name] = {
         "tasks": len(tasks),
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "sha256": sha256_file(path),
         **meta,
     }
-    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_manifest(out, manifest, sort_keys=True)
 
 
 def main(argv: list[str] | None = None) -> None:

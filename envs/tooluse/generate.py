@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from agentgym.envs.tooluse.reward import gold_world, tau2_reward, tau_bench_rewa
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold, from_tau2, from_tau_bench
 from agentgym.envs.tooluse.toolkit import ToolKind
 from agentgym.envs.tooluse.world import World, get_domain
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_IDS = {
@@ -184,8 +183,7 @@ def generate_bfcl(out: Path) -> dict[str, Any]:
             "bfcl": "ShishirPatil/gorilla berkeley-function-call-leaderboard v4 (Apache-2.0, LICENSE-bfcl)"
         },
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
+    return write_manifest(out, manifest)
 
 
 def generate(out: Path) -> dict[str, Any]:
@@ -218,8 +216,7 @@ def generate(out: Path) -> dict[str, Any]:
             "tau-bench": "sierra-research/tau-bench tau_bench/envs/retail (MIT, LICENSE-tau-bench)",
         },
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
+    return write_manifest(out, manifest)
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from agentgym.envs.webshop.goals import (
     synthetic_instruction_text,
 )
 from agentgym.envs.webshop.pages import Pages
-from agentgym.task import Task, write_tasks
+from agentgym.task import Task, write_manifest, write_tasks
 
 SEED = 233
 """WebShop shuffles its goals with ``random.seed(233)``."""
@@ -201,8 +201,7 @@ def generate(data: Path, out: Path, seed: int = SEED) -> dict[str, Any]:
             "WebShop records derived by agentgym.envs.webshop.listing (see the catalog's meta)",
         },
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return manifest
+    return write_manifest(out, manifest)
 
 
 def _sha(path: Path) -> str:
