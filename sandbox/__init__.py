@@ -21,7 +21,7 @@ Warm pool          :class:`SandboxPool` pre-starts sandboxes; ``acquire()`` hand
                    returns it
 No leaks           containers are labelled; a killed owner's containers stop by themselves
                    (stdin EOF) and the reaper / ``agentgym sandbox cleanup`` removes leftovers
-Image              ``agentgym sandbox build [--offline]``: Dockerfile, or debootstrap +
+Image              ``agentgym sandbox build [--no-pull]``: Dockerfile, or debootstrap +
                    ``docker import`` where nothing can be pulled; ``agentgym sandbox doctor``
 Conformance        :func:`self_check` runs the contract against any sandbox
 Isolated envs      ``IsolatedEnv("Clarify-v0", provider="docker")``: any registered env in a

@@ -29,13 +29,17 @@ def _client() -> object:
 
 @sandbox_app.command()
 def build(
-    offline: Annotated[
-        bool, typer.Option(help="debootstrap a Debian rootfs + docker import (no pulling)")
+    no_pull: Annotated[
+        bool,
+        typer.Option(
+            "--no-pull",
+            help="Pull no image: debootstrap a Debian rootfs from --mirror + docker import",
+        ),
     ] = False,
     tag: Annotated[str, typer.Option(help="Image tag to build")] = IMAGE,
     rebuild_base: Annotated[bool, typer.Option(help="Rebuild the base image too")] = False,
     mirror: Annotated[
-        str, typer.Option(help="Debian mirror for --offline")
+        str, typer.Option(help="Debian mirror for --no-pull (packages still come from it)")
     ] = "http://deb.debian.org/debian",
 ) -> None:
     """Build the sandbox image (python3, git, pytest, the agentgym worker code)."""
@@ -44,7 +48,7 @@ def build(
     client = _client()
     try:
         image.build(
-            client, tag, offline, rebuild_base, mirror, log=lambda m: err.print(m, highlight=False)
+            client, tag, no_pull, rebuild_base, mirror, log=lambda m: err.print(m, highlight=False)
         )
     except RuntimeError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
@@ -71,12 +75,12 @@ def doctor() -> None:
 
         status = image_status(client, IMAGE)
         hint = {
-            "missing": "run `agentgym sandbox build` (or --offline)",
+            "missing": "run `agentgym sandbox build` (or --no-pull)",
             "stale": "agentgym code changed since the build: rebuild",
         }
         table.add_row(f"image {IMAGE}", *_ok(status == "current", hint.get(status, status)))
     table.add_row(
-        "debootstrap (offline build)",
+        "debootstrap (--no-pull build)",
         *_ok(shutil.which("debootstrap") is not None, "apt-get install -y debootstrap"),
     )
     console.print(table)

@@ -41,6 +41,7 @@ set -e
 echo 'agent:x:1000:1000:agent:/work:/bin/bash' >> etc/passwd
 echo 'agent:x:1000:' >> etc/group
 mkdir -p work opt/agentgym/python
+ln -sf python3 usr/bin/python
 printf '[user]\\n\\tname = agent\\n\\temail = agent@sandbox\\n[safe]\\n\\tdirectory = *\\n' > etc/gitconfig
 """
 """Run in the rootfs: the same user and git settings the Dockerfile makes."""

@@ -118,6 +118,13 @@ def check_concurrent_async(sb: Sandbox) -> None:
     _expect(first.stdout == "done\n", "two aexec calls run at the same time")
 
 
+def check_python(sb: Sandbox) -> None:
+    """Agents run ``python -m pytest`` as often as ``python3``: both must be Python 3."""
+    for name in ("python", "python3"):
+        r = sb.exec([name, "-c", "import sys; print(sys.version_info[0])"])
+        _expect(r.returncode == 0 and r.stdout == "3\n", f"{name} is not Python 3 here: {r}")
+
+
 CHECKS: list[Check] = [
     check_exec_basics,
     check_shell_string,
@@ -129,6 +136,7 @@ CHECKS: list[Check] = [
     check_file_errors,
     check_not_root,
     check_concurrent_async,
+    check_python,
 ]
 
 

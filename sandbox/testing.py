@@ -18,7 +18,7 @@ def docker_problem(need_current_image: bool = False) -> str | None:
     except Exception as e:
         return f"Docker is not usable: {e}"
     if status == "missing":
-        return f"image {IMAGE} is missing: run `agentgym sandbox build --offline`"
+        return f"image {IMAGE} is missing: run `agentgym sandbox build --no-pull`"
     if need_current_image and status == "stale":
         return f"image {IMAGE} predates the current agentgym code: rebuild it"
     return None

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Docker, bubblewrap and debootstrap for the sandbox tests (tests/test_sandbox*.py, tests/test_swe*.py):
 # installs what is missing, starts dockerd if it is not running, and builds the sandbox image
-# offline (debootstrap + docker import: no image is pulled). Idempotent and quiet.
+# with --no-pull (debootstrap + docker import: no image is pulled). Idempotent and quiet.
 set -euo pipefail
 PY=${PYTHON:-python3}
 missing=()
@@ -22,7 +22,7 @@ if ! docker info >/dev/null 2>&1; then
     docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /var/log/agentgym-dockerd.log" >&2; exit 1; }
 fi
 # Reuses the base image when present; rebuilds only the agentgym code layer (seconds).
-if ! out=$($PY -m agentgym.cli sandbox build --offline 2>&1); then
+if ! out=$($PY -m agentgym.cli sandbox build --no-pull 2>&1); then
     echo "$out" >&2
     exit 1
 fi
