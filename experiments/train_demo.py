@@ -113,6 +113,11 @@ def household_tasks(
         if t.config["floorplan"] not in held_out
         for v in range(variants)
     ]
+    if not test or not train:  # ALFWorld's smallest put/examine rooms have 7 receptacles
+        raise ValueError(
+            f"rooms of at most {max_receptacles} receptacles left {len(train)} training and "
+            f"{len(test)} held-out tasks; use a larger --max-receptacles (10 gives 43 held-out)"
+        )
     paths = {"train": directory / "train.jsonl", "test": directory / "test.jsonl"}
     write_tasks(paths["train"], train)
     write_tasks(paths["test"], test)

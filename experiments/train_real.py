@@ -283,7 +283,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-compositional", type=int, default=None, help="KBQA held-out")
     p.add_argument("--eval-iid", type=int, default=None, help="KBQA held-out")
     p.add_argument("--eval-tasks", type=int, default=None, help="Household held-out")
-    p.add_argument("--max-receptacles", type=int, default=6, help="Household: room size")
+    p.add_argument("--max-receptacles", type=int, default=10, help="Household: room size")
     p.add_argument("--max-batch", type=int, default=32, help="sequences per generation batch")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=None, help="keep runs and results here (resumable)")
