@@ -21,20 +21,13 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
+from timing import expert_episodes, rate
 
 from agentgym.envs.household.env import HouseholdEnv
 from agentgym.task import Task, TaskSuite
 from agentgym.testing import NoOpEnv, noop_suite
 
 TARGETS = {"steps/s": 20_000.0, "resets/s": 2_000.0}
-
-
-def rate(work: Callable[[], int], seconds: float) -> float:
-    """Operations per second of ``work`` (which returns how many it did), run for ``seconds``."""
-    done, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        done += work()
-    return done / (time.perf_counter() - t0)
 
 
 def random_steps(
@@ -69,23 +62,6 @@ def fixed_steps(env: HouseholdEnv | NoOpEnv, task: Task, action: str) -> Callabl
             if terminated or truncated:
                 env.reset(options={"task": task})
         return 1000
-
-    return work
-
-
-def expert_steps(env: HouseholdEnv, tasks: list[Task]) -> Callable[[], int]:
-    """Whole expert episodes, planning included."""
-    it = iter(range(10**9))
-
-    def work() -> int:
-        task = tasks[next(it) % len(tasks)]
-        env.reset(options={"task": task})
-        steps = 0
-        while True:
-            steps += 1
-            _, _, terminated, truncated, _ = env.step(env.expert_action())
-            if terminated or truncated:
-                return steps
 
     return work
 
@@ -173,7 +149,7 @@ def main() -> None:
         (
             "expert episodes (planning, one reset per episode)",
             "steps/s",
-            rate(expert_steps(env, unseen), sec),
+            rate(expert_episodes(env, unseen), sec),
             base_steps,
         ),
         ("resets, warm (scene compiled)", "resets/s", rate(resets(env, unseen), sec), base_resets),

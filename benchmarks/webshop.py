@@ -18,12 +18,12 @@ import gc
 import os
 import re
 import sqlite3
-import time
 import tracemalloc
 from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
+from timing import expert_episodes, rate
 
 from agentgym.envs.webshop.catalog import bundled_catalog
 from agentgym.envs.webshop.env import WebShopEnv, shop_for
@@ -33,14 +33,6 @@ from agentgym.testing import NoOpEnv, noop_suite
 
 TARGETS = {"searches/s": 2_000.0, "steps/s": 10_000.0}
 _TERM = re.compile(r"\w+")
-
-
-def rate(work: Callable[[], int], seconds: float) -> float:
-    """Operations per second of ``work`` (which returns how many it did), run for ``seconds``."""
-    done, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        done += work()
-    return done / (time.perf_counter() - t0)
 
 
 def cycle(queries: list[str], search: Callable[[str], object]) -> Callable[[], int]:
@@ -112,22 +104,6 @@ def noop_steps(env: NoOpEnv) -> Callable[[], int]:
         for _ in range(1000):
             env.step("noop")
         return 1000
-
-    return work
-
-
-def expert_episodes(env: WebShopEnv, tasks: list[Task]) -> Callable[[], int]:
-    """Whole expert episodes (one search each, cache on), counted in steps."""
-    it = iter(range(10**9))
-
-    def work() -> int:
-        env.reset(options={"task": tasks[next(it) % len(tasks)]})
-        steps = 0
-        while True:
-            steps += 1
-            _, _, terminated, truncated, _ = env.step(env.expert_action())
-            if terminated or truncated:
-                return steps
 
     return work
 
