@@ -11,9 +11,7 @@ The process is pinned to one CPU where the OS allows. Shared machines make the f
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
 import random
 import time
 import tracemalloc
@@ -21,7 +19,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
-from timing import expert_episodes, rate
+from timing import expert_episodes, rate, seconds_on_one_cpu
 
 from agentgym.envs.household.env import HouseholdEnv
 from agentgym.task import Task, TaskSuite
@@ -125,12 +123,7 @@ def bytes_per_env(tasks: list[Task], n: int = 200) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
-    args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    sec = args.seconds
+    sec = seconds_on_one_cpu(__doc__)
     unseen = TaskSuite.load("household/valid_unseen").tasks
     train = TaskSuite.load("household/train").tasks
     noop_tasks = noop_suite(64, length=50).tasks

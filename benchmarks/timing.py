@@ -6,6 +6,8 @@ import this module by its bare name.
 
 from __future__ import annotations
 
+import argparse
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,3 +37,14 @@ def expert_episodes(env: Any, tasks: list[Task]) -> Callable[[], int]:
                 return steps
 
     return work
+
+
+def seconds_on_one_cpu(description: str | None) -> float:
+    """``--seconds`` from the command line, with the process pinned to one CPU where the OS
+    allows (the rates are per core)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    return float(args.seconds)

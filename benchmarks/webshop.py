@@ -13,9 +13,7 @@ to one CPU where the OS allows. Shared machines make the figures noisy.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
 import re
 import sqlite3
 import tracemalloc
@@ -23,7 +21,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
-from timing import expert_episodes, rate
+from timing import expert_episodes, rate, seconds_on_one_cpu
 
 from agentgym.envs.webshop.catalog import bundled_catalog
 from agentgym.envs.webshop.env import WebShopEnv, shop_for
@@ -134,12 +132,7 @@ def memory(tasks: list[Task]) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
-    args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    sec = args.seconds
+    sec = seconds_on_one_cpu(__doc__)
     tasks = TaskSuite.load("webshop/test").tasks
     queries = [t.instruction.lower() for t in tasks]
     engine = SearchEngine(bundled_catalog(), cache_size=0)
