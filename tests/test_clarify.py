@@ -36,7 +36,7 @@ MALFORMED: list[Any] = [
 
 
 @pytest.fixture(scope="module")
-def test_suite() -> TaskSuite:
+def held_out() -> TaskSuite:
     return TaskSuite.load(TASKS / "test.jsonl")
 
 
@@ -83,22 +83,22 @@ def with_config(task: Task, **changes: Any) -> Task:
 
 # ------------------------------------------------------------ suites and expert
 def test_suites_are_split_balanced_and_disjoint(
-    test_suite: TaskSuite, train_suite: TaskSuite
+    held_out: TaskSuite, train_suite: TaskSuite
 ) -> None:
-    assert len(test_suite) >= 200 and len(train_suite) >= 500
-    for suite in (test_suite, train_suite):
+    assert len(held_out) >= 200 and len(train_suite) >= 500
+    for suite in (held_out, train_suite):
         domains = [t.config["domain"] for t in suite]
         assert domains.count("products") == domains.count("movies")
         assert all(6 <= len(t.config["candidates"]) <= 16 for t in suite)
-    test_targets = {t.gold["target"] for t in test_suite}
+    test_targets = {t.gold["target"] for t in held_out}
     assert test_targets.isdisjoint(t.gold["target"] for t in train_suite)
 
 
-@pytest.mark.parametrize("split", ["test", "train"])
+@pytest.mark.parametrize("fixture", ["held_out", "train_suite"])
 def test_expert_solves_every_task(
-    env: ClarifyEnv, split: str, request: pytest.FixtureRequest
+    env: ClarifyEnv, fixture: str, request: pytest.FixtureRequest
 ) -> None:
-    suite: TaskSuite = request.getfixturevalue(f"{split}_suite")
+    suite: TaskSuite = request.getfixturevalue(fixture)
     for task in suite:
         actions, info = run_expert(env, task)
         assert info["success"] and info["score"] == 1.0, task.id
@@ -108,8 +108,8 @@ def test_expert_solves_every_task(
         )
 
 
-def test_expert_never_asks_a_useless_question(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    for task in test_suite.tasks[:50]:
+def test_expert_never_asks_a_useless_question(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    for task in held_out.tasks[:50]:
         env.reset(seed=0, options={"task": task})
         while len(env.state.remaining) > 1:
             before = len(env.state.remaining)
@@ -117,9 +117,9 @@ def test_expert_never_asks_a_useless_question(env: ClarifyEnv, test_suite: TaskS
             assert 0 < len(env.state.remaining) < before
 
 
-def test_random_agent_is_far_below_the_expert(env: ClarifyEnv, test_suite: TaskSuite) -> None:
+def test_random_agent_is_far_below_the_expert(env: ClarifyEnv, held_out: TaskSuite) -> None:
     wins = 0
-    for k, task in enumerate(test_suite):
+    for k, task in enumerate(held_out):
         rng = random.Random(k)
         _, info = env.reset(seed=k, options={"task": task})
         while True:
@@ -127,7 +127,7 @@ def test_random_agent_is_far_below_the_expert(env: ClarifyEnv, test_suite: TaskS
             if terminated or truncated:
                 wins += info["success"]
                 break
-    assert wins / len(test_suite) < 0.3
+    assert wins / len(held_out) < 0.3
 
 
 def test_expert_needs_reset() -> None:
@@ -136,8 +136,8 @@ def test_expert_needs_reset() -> None:
 
 
 # ------------------------------------------------------------ the user and the rules
-def test_answers_are_truthful(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    for task in test_suite.tasks[::10]:
+def test_answers_are_truthful(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    for task in held_out.tasks[::10]:
         wanted = target(task)
         _, info = env.reset(seed=0, options={"task": task})
         for action in (a for a in info["available_actions"] if a.startswith("ask[")):
@@ -155,8 +155,8 @@ def test_answers_are_truthful(env: ClarifyEnv, test_suite: TaskSuite) -> None:
             env.reset(seed=0, options={"task": task})
 
 
-def test_reset_shows_candidates_and_actions(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[0]
+def test_reset_shows_candidates_and_actions(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[0]
     obs, info = env.reset(seed=0, options={"task": task})
     assert info["task_id"] == task.id and info["instruction"] == task.instruction
     for candidate in task.config["candidates"]:
@@ -184,8 +184,8 @@ def test_unknown_attribute_lists_the_allowed_ones(env: ClarifyEnv) -> None:
     assert "colour" in obs and "color" in obs and "product" in obs
 
 
-def test_answer_by_name_and_reasking_are_valid(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[0]
+def test_answer_by_name_and_reasking_are_valid(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[0]
     env.reset(seed=0, options={"task": task})
     assert env.step("ask[product=Bookshelf]")[4]["valid"]
     assert env.step("ask[product=bookshelf]")[4]["valid"]
@@ -193,8 +193,8 @@ def test_answer_by_name_and_reasking_are_valid(env: ClarifyEnv, test_suite: Task
     assert terminated and info["success"] and reward == 1.0, obs
 
 
-def test_wrong_answer_fails(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[3]
+def test_wrong_answer_fails(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[3]
     wrong = next(c["id"] for c in task.config["candidates"] if c["id"] != task.gold["target"])
     env.reset(seed=0, options={"task": task})
     obs, reward, terminated, truncated, info = env.step(f"answer[{wrong}]")
@@ -203,8 +203,8 @@ def test_wrong_answer_fails(env: ClarifyEnv, test_suite: TaskSuite) -> None:
 
 
 @pytest.mark.parametrize("filler", ["ask[product=Bookshelf]", "nonsense", 5])
-def test_turn_limit_truncates(env: ClarifyEnv, test_suite: TaskSuite, filler: Any) -> None:
-    task = with_config(test_suite.tasks[0], max_turns=3)
+def test_turn_limit_truncates(env: ClarifyEnv, held_out: TaskSuite, filler: Any) -> None:
+    task = with_config(held_out.tasks[0], max_turns=3)
     env.reset(seed=0, options={"task": task})
     results = [env.step(filler) for _ in range(3)]
     assert not any(r[2] or r[3] for r in results[:2])
@@ -214,51 +214,51 @@ def test_turn_limit_truncates(env: ClarifyEnv, test_suite: TaskSuite, filler: An
     assert env.step("answer[x]")[4]["valid"] is False  # the episode is over
 
 
-def test_question_penalty(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = with_config(test_suite.tasks[0], question_penalty=0.1)
+def test_question_penalty(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = with_config(held_out.tasks[0], question_penalty=0.1)
     actions, info = run_expert(env, task)
     assert info["success"] and info["score"] == pytest.approx(1 - 0.1 * (len(actions) - 1))
 
 
 # ------------------------------------------------------------ determinism and branching
-def test_same_task_seed_actions_same_trajectory(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    for task in (test_suite.tasks[1], test_suite.tasks[150]):
+def test_same_task_seed_actions_same_trajectory(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    for task in (held_out.tasks[1], held_out.tasks[150]):
         actions, _ = run_expert(env, task)
         actions = ["bogus", "ask[year=1999]", *actions]
         assert play(env, task, actions, seed=3) == play(ClarifyEnv(), task, actions, seed=3)
 
 
-def test_snapshot_restore_replays(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[120]
+def test_snapshot_restore_replays(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[120]
     actions, _ = run_expert(env, task)
     env.reset(seed=0, options={"task": task})
     env.step(actions[0])
     snap = env.snapshot()
     rest = [env.step(a)[:4] for a in actions[1:]]
-    env.reset(seed=0, options={"task": test_suite.tasks[0]})  # another task in between
+    env.reset(seed=0, options={"task": held_out.tasks[0]})  # another task in between
     for _ in range(2):
         env.restore(snap)
         assert [env.step(a)[:4] for a in actions[1:]] == rest
 
 
 # ------------------------------------------------------------ config validation
-def test_one_candidate_is_rejected(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[0]
+def test_one_candidate_is_rejected(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[0]
     only = [c for c in task.config["candidates"] if c["id"] == task.gold["target"]]
     with pytest.raises(ValidationError, match="at least 2"):
         env.reset(options={"task": with_config(task, candidates=only)})
 
 
-def test_target_must_be_a_candidate(env: ClarifyEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[0].model_copy(update={"gold": {"target": "not-a-candidate"}})
+def test_target_must_be_a_candidate(env: ClarifyEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[0].model_copy(update={"gold": {"target": "not-a-candidate"}})
     with pytest.raises(ValidationError, match="not one of the candidate ids"):
         env.reset(options={"task": task})
 
 
 def test_indistinguishable_or_duplicate_candidates_are_rejected(
-    env: ClarifyEnv, test_suite: TaskSuite
+    env: ClarifyEnv, held_out: TaskSuite
 ) -> None:
-    task = test_suite.tasks[0]
+    task = held_out.tasks[0]
     first = task.config["candidates"][0]
     twin = {**first, "id": "twin", "name": "Twin"}
     with pytest.raises(ValidationError, match="no yes/no question can tell them apart"):

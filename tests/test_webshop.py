@@ -34,7 +34,7 @@ needs_data = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def test_suite() -> TaskSuite:
+def held_out() -> TaskSuite:
     return TaskSuite.load(TASKS / "test.jsonl")
 
 
@@ -82,19 +82,19 @@ def test_queries_are_parsed_from_webshop_instructions() -> None:
     assert parse_query("Find me women's tops, tees & blouses", []) == "women's tops, tees & blouses"
 
 
-def test_suite_sizes_tags_and_validation(test_suite: TaskSuite, train_suite: TaskSuite) -> None:
-    assert len(test_suite) == 500 and len(train_suite) >= 5000
-    assert all("webshop" in t.tags for t in test_suite)  # test: WebShop records only
+def test_suite_sizes_tags_and_validation(held_out: TaskSuite, train_suite: TaskSuite) -> None:
+    assert len(held_out) == 500 and len(train_suite) >= 5000
+    assert all("webshop" in t.tags for t in held_out)  # test: WebShop records only
     assert sum("tau2" in t.tags for t in train_suite) > 5000
     assert check_suite(TASKS / "test.jsonl") == []
-    assert {t.instruction for t in test_suite}.isdisjoint(t.instruction for t in train_suite)
+    assert {t.instruction for t in held_out}.isdisjoint(t.instruction for t in train_suite)
     manifest = json.loads((TASKS / "manifest.json").read_text())
     for name, digest in manifest["sha256"].items():
         assert hashlib.sha256((TASKS / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_expert_solves_every_test_task(env: WebShopEnv, test_suite: TaskSuite) -> None:
-    for task in test_suite:
+def test_expert_solves_every_test_task(env: WebShopEnv, held_out: TaskSuite) -> None:
+    for task in held_out:
         actions, info = run_expert(env, task)
         assert info["success"] and info["score"] == 1.0, (task.id, info)
         assert actions[-1] == "click[buy now]" and len(actions) <= task.config.get("max_steps", 15)
@@ -105,9 +105,9 @@ def test_expert_solves_a_train_sample(env: WebShopEnv, train_suite: TaskSuite) -
         assert run_expert(env, task)[1]["success"], task.id
 
 
-def test_random_agent_is_far_below_the_expert(env: WebShopEnv, test_suite: TaskSuite) -> None:
+def test_random_agent_is_far_below_the_expert(env: WebShopEnv, held_out: TaskSuite) -> None:
     scores = []
-    for k, task in enumerate(test_suite.tasks[:100]):
+    for k, task in enumerate(held_out.tasks[:100]):
         rng = random.Random(k)
         _, info = env.reset(seed=k, options={"task": task})
         while True:
@@ -120,8 +120,8 @@ def test_random_agent_is_far_below_the_expert(env: WebShopEnv, test_suite: TaskS
 
 
 # ------------------------------------------------------------ pages and transitions
-def test_pages_follow_webshop_text_mode(env: WebShopEnv, test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[0]
+def test_pages_follow_webshop_text_mode(env: WebShopEnv, held_out: TaskSuite) -> None:
+    task = held_out.tasks[0]
     obs, info = env.reset(seed=0, options={"task": task})
     assert obs == f"WebShop [SEP] Instruction: [SEP] {task.instruction} [SEP] Search"
     assert info["available_actions"] == ["search[<keywords>]"]
@@ -173,8 +173,8 @@ def test_item_page_options_and_sub_pages(env: WebShopEnv) -> None:
     assert env.state.page == "search" and env.state.options == {}
 
 
-def test_buy_scores_with_webshop_reward(env: WebShopEnv, test_suite: TaskSuite) -> None:
-    task = next(t for t in test_suite if len(t.gold["goal_options"]) == 2)
+def test_buy_scores_with_webshop_reward(env: WebShopEnv, held_out: TaskSuite) -> None:
+    task = next(t for t in held_out if len(t.gold["goal_options"]) == 2)
     env.reset(seed=0, options={"task": task})
     gold = env.gold
     env.step(f"search[{bundled_catalog()[gold.asin].name}]")
@@ -233,13 +233,13 @@ def test_step_limit_truncates(env: WebShopEnv) -> None:
 
 
 # ------------------------------------------------------------ search
-def test_search_is_bm25_top_50_and_finds_goals(test_suite: TaskSuite) -> None:
+def test_search_is_bm25_top_50_and_finds_goals(held_out: TaskSuite) -> None:
     engine = SearchEngine(bundled_catalog())
     hits = engine.search("find me t-shirt with color: blue")
     assert hits[0] == "9523456873" and len(hits) == SEARCH_RETURN_N
     assert engine.search("zzzz qqqq") == () and engine.search("the and of") == ()
-    found = sum(t.gold["asin"] in engine.search(t.instruction.lower()) for t in test_suite)
-    assert found / len(test_suite) > 0.95
+    found = sum(t.gold["asin"] in engine.search(t.instruction.lower()) for t in held_out)
+    assert found / len(held_out) > 0.95
     assert SearchEngine(bundled_catalog()).search("red running shoes") == engine.search(
         "red running shoes"
     )
@@ -271,8 +271,8 @@ def test_snapshot_restore_replays(env: WebShopEnv) -> None:
         assert [env.step(a)[:4] for a in actions[1:]] == rest
 
 
-def test_bad_gold_and_config_are_rejected(test_suite: TaskSuite) -> None:
-    task = test_suite.tasks[0]
+def test_bad_gold_and_config_are_rejected(held_out: TaskSuite) -> None:
+    task = held_out.tasks[0]
     with pytest.raises(ValueError, match="not in catalog"):
         WebShopEnv.validate_task(
             task.model_copy(update={"gold": {**task.gold, "asin": "B000000000"}})

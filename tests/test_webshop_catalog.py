@@ -29,7 +29,7 @@ WEBSHOP_RECORDS = [p for p in bundled_catalog() if p.source == "webshop"]
 
 
 @pytest.fixture(scope="module")
-def test_suite() -> TaskSuite:
+def held_out() -> TaskSuite:
     return TaskSuite.load(TASKS / "test.jsonl")
 
 
@@ -67,11 +67,11 @@ def test_webshop_trajectory_prices_sit_inside_their_category_model() -> None:
 
 
 def test_goal_price_limit_is_above_the_target_and_the_price_term_bites(
-    test_suite: TaskSuite,
+    held_out: TaskSuite,
 ) -> None:
     catalog = bundled_catalog()
     limits = set()
-    for task in test_suite:
+    for task in held_out:
         upper, product = task.gold["price_upper"], catalog[task.gold["asin"]]
         assert upper > product.price and (upper in PRICE_RANGE or upper == NO_PRICE_LIMIT)
         steps = [p for p in PRICE_RANGE if p > product.price][:4]
@@ -81,7 +81,7 @@ def test_goal_price_limit_is_above_the_target_and_the_price_term_bites(
     # buying a same-query product priced above the limit loses the price point
     task, dearer = next(
         (t, d)
-        for t in test_suite
+        for t in held_out
         for d in WEBSHOP_RECORDS
         if d.query == catalog[t.gold["asin"]].query and d.price > t.gold["price_upper"]
     )
@@ -142,13 +142,13 @@ def test_product_pages_show_description_features_and_reviews() -> None:
 
 
 # ------------------------------------------------------------ goals and suites
-def test_goals_are_webshops_synthetic_goals(test_suite: TaskSuite) -> None:
+def test_goals_are_webshops_synthetic_goals(held_out: TaskSuite) -> None:
     records = json.loads(
         (ROOT / "tests" / "data" / "webshop" / "items_ins_v2_1000.json").read_text()
     )
     catalog = bundled_catalog()
     with_options = 0
-    for task in test_suite:
+    for task in held_out:
         gold, product = task.gold, catalog[task.gold["asin"]]
         record = records[gold["asin"]]
         assert set(gold["goal_options"]) == set(product.options)  # a full combination
@@ -160,13 +160,13 @@ def test_goals_are_webshops_synthetic_goals(test_suite: TaskSuite) -> None:
         with_options += bool(options)
         assert "tau2" not in task.tags
     assert with_options > 300
-    products = {t.gold["asin"] for t in test_suite}
+    products = {t.gold["asin"] for t in held_out}
     assert len(products) == 415  # every instruction record is in test at least once
 
 
-def test_expert_buys_the_goal_options(test_suite: TaskSuite) -> None:
+def test_expert_buys_the_goal_options(held_out: TaskSuite) -> None:
     env = WebShopEnv()
-    for task in test_suite.tasks[::10]:
+    for task in held_out.tasks[::10]:
         _, info = run_expert(env, task)
         assert info["success"] and info["purchased"]["options"] == task.gold["goal_options"]
 
