@@ -3,6 +3,10 @@
 Lookups are exact (tau2-bench's original text benchmark); the current time is fixed at
 2024-05-15 15:00 EST as in tau2-bench. Seats are not released on cancellation and not taken on
 flight changes: tau2-bench does neither, and reward hashes depend on it.
+
+Tool bodies repeat each other where the original's do (tau-bench and tau2 write each tool out in
+full): they are ports kept line for line on purpose, so a behaviour difference shows in a diff
+against the original, and ``duplicates`` lists them.
 """
 
 from __future__ import annotations

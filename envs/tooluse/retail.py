@@ -3,6 +3,10 @@
 Behaviour (arguments, checks, error messages, state changes, output) follows tau2-bench's
 ``RetailTools``; ``Error: <message>`` reaches the agent. Records are the episode's copy-on-write
 copies, so a reset never copies the 2.8 MB database.
+
+Tool bodies repeat each other where the original's do (tau-bench and tau2 write each tool out in
+full): they are ports kept line for line on purpose, so a behaviour difference shows in a diff
+against the original, and ``duplicates`` lists them.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Records are plain JSON dicts (v1 has no data model beyond its files); every tool
 reports failures as ``Error: ...`` text or by raising, exactly like tau-bench's ``Tool.invoke``.
 The functions carry tau-bench's qualified names (``GetProductDetails.invoke``), so a call with a
 wrong argument name fails with the very ``TypeError`` message tau-bench shows the agent.
+
+Tool bodies repeat each other where the original's do (tau-bench and tau2 write each tool out in
+full): they are ports kept line for line on purpose, so a behaviour difference shows in a diff
+against the original, and ``duplicates`` lists them.
 """
 
 from __future__ import annotations
