@@ -154,6 +154,16 @@ def records(trainer: Any, tags: dict[str, str]) -> list[dict[str, Any]]:
     return out
 
 
+def stage_records(path: Path, trainer: Any, tags: dict[str, str]) -> list[dict[str, Any]]:
+    """A stage's held-out records, kept in ``path``: a resumed run reuses them (the untrained
+    stage above all, whose weights a resumed trainer no longer has)."""
+    if path.is_file():
+        return list(json.loads(path.read_text(encoding="utf-8")))
+    recs = records(trainer, tags)
+    path.write_text(json.dumps(recs), encoding="utf-8")
+    return recs
+
+
 # ============================================================================ one seed
 def run_seed(seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     from agentgym.train.trainer import Trainer
@@ -169,12 +179,12 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
                        steps=args.sft_steps, **{"algo.name": "sft", "sft.data": str(data)})
     )  # fmt: skip
     t0 = time.perf_counter()
-    out["before"] = records(sft, tags)
+    out["before"] = stage_records(root / f"before-{seed}.json", sft, tags)
     out["eval_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sft.run()
     out["sft_s"] = time.perf_counter() - t0
-    out["sft"] = records(sft, tags)
+    out["sft"] = stage_records(root / f"sft-{seed}.json", sft, tags)
     sft.close()
     algo = {"algo.name": "grpo", "algo.kl_coef": 0.0, "algo.clip_high": 0.28} if kbqa else {
         "algo.name": "gigpo", "algo.clip_high": 0.28}  # fmt: skip
@@ -185,7 +195,7 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     rl.run()
     out["rl_s"] = time.perf_counter() - t0
-    out["rl"] = records(rl, tags)
+    out["rl"] = stage_records(root / f"rl-{seed}.json", rl, tags)
     keep = ("step", "reward", "success", "acr", "trained_rows", "generate_s", "step_s", "kl")
     out["rl_history"] = [{k: h[k] for k in keep if k in h} for h in rl.history]
     rl.close()
