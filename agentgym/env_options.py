@@ -9,6 +9,7 @@ config are checked the same way, and a typo fails before the first episode with 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import re
@@ -31,8 +32,9 @@ class EnvOption:
     required: bool
 
 
+@functools.cache
 def options_model(env_id: str) -> type[BaseModel]:
-    """The options of ``env_id`` as a pydantic model (unknown names are refused)."""
+    """The options of ``env_id`` as a pydantic model (unknown names are refused); built once."""
     s = spec(env_id)
     target = s.load()
     init = target.__init__ if inspect.isclass(target) else target
@@ -72,10 +74,7 @@ def check_env_options(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(
             f"{env_id} has no option {', '.join(map(repr, unknown))}; options: {allowed}"
         )
-    checked = {}
-    for name, value in options.items():
-        checked[name] = _coerce(model, env_id, name, value)
-    return checked
+    return {name: _coerce(model, env_id, name, value) for name, value in options.items()}
 
 
 def parse_env_options(pairs: list[str]) -> dict[str, str]:
