@@ -3,18 +3,16 @@
 Requests from many threads (the evaluator's concurrent episodes, or the HTTP server's concurrent
 clients) queue up; one generation thread takes what has arrived (waiting for the previous batch's
 callers to come back, see :meth:`LocalEngine._collect`), up to ``max_batch_size``, and runs one
-batched ``generate`` with the KV cache. A 1M-parameter model generates ~600 tokens/s at batch 1 and
-~9,000 at batch 32 on this machine; SmolLM2-135M (fp32, one CPU thread on a busy machine) 11 and
-65. Batching pays where decoding dominates; a prefill (long first prompts) costs the same batched
-or not.
+batched ``generate`` with the KV cache. Batching pays where decoding dominates; a prefill (long
+first prompts) costs the same batched or not (figures: docs/results.md, "SmolLM2 generation
+speed", from ``benchmarks/llm.py``).
 
 Each row stops at its own stop strings, end-of-sequence token or token limit, and the batch ends
 when every row has stopped (an agent's one-line action with ``stop=["\\n"]`` costs as many decode
 steps as its longest line, not ``max_tokens``). Engines loaded from a checkpoint keep a
 :class:`~agentgym.llm.prefix.PrefixCache`: a prompt that starts with an earlier prompt and its
-completion (the next turn of an episode) prefills only its new tokens (SmolLM2, 8 episodes of
-~1,100 tokens: 14 s a turn instead of 54-60), and rows still going after 16, 32, 64... steps
-continue from it in a smaller batch.
+completion (the next turn of an episode) prefills only its new tokens, and rows still going after
+16, 32, 64... steps continue from it in a smaller batch.
 
 Sampling draws each row's tokens from the row's own generator (Gumbel-max over the tempered,
 top-p-filtered distribution), so a seeded request gives the same text alone or in any batch. A
