@@ -157,8 +157,7 @@ def plot_training(train: dict[str, Any], path: str | Path) -> Path:
             ax.plot(xs, [p["success_rate"] for p in points], marker="o")
             ax.set_ylim(0, 1.05)
         else:
-            xs, ys = zip(*train["metrics"][name], strict=True)
-            ax.plot(xs, ys)
+            ax.plot(*zip(*train["metrics"][name], strict=True))
     for ax in list(axes.flat)[len(panels) :]:
         ax.remove()
     fig.tight_layout()

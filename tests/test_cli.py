@@ -250,7 +250,10 @@ def test_nested_sandboxes_are_refused_before_the_run(tmp_path):
     db = tmp_path / "r.db"
     args = ["eval", "swe/humanevalfix", "-a", "expert", "--isolate", "docker", "--db", str(db)]
     result = runner.invoke(app, args)
-    assert result.exit_code == 2 and "Swe-v0 runs its commands in a sandbox of its own" in result.output
+    assert (
+        result.exit_code == 2
+        and "Swe-v0 runs its commands in a sandbox of its own" in result.output
+    )
     assert not db.exists()
 
 

@@ -54,7 +54,11 @@ def test_unusable_replies_are_format_errors(reply):
 
 def test_format_errors_are_explained_and_bounded():
     client = ScriptedClient(["first\nsecond", "a\nb", "still\nbad"])
-    agent = ChatAgent(client, agentgym.make("Clarify-v0"), ChatAgentConfig(max_format_errors=2, demonstration=False))
+    agent = ChatAgent(
+        client,
+        agentgym.make("Clarify-v0"),
+        ChatAgentConfig(max_format_errors=2, demonstration=False),
+    )
     agent.reset({"seed": 1})
     action = agent.act("obs", {})
     assert action.text == "still\nbad" and agent.format_errors == 3 and len(client.requests) == 3
@@ -81,7 +85,9 @@ def test_system_prompt_hint_seed_and_tool_messages():
 
 def test_history_window_keeps_head_and_recent_turns():
     client = ScriptedClient(lambda req: "ask[a=b]")
-    agent = ChatAgent(client, agentgym.make("Clarify-v0"), ChatAgentConfig(history_turns=2, demonstration=False))
+    agent = ChatAgent(
+        client, agentgym.make("Clarify-v0"), ChatAgentConfig(history_turns=2, demonstration=False)
+    )
     agent.reset({})
     for i in range(6):
         agent.act(f"obs {i}", {})
@@ -105,7 +111,9 @@ def test_env_sets_stop_tokens_and_demonstration():
     assert request.stop == ["\n"] and request.max_tokens == 48  # one-line actions
     roles = [m["role"] for m in request.messages]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
-    demo = agentgym.make("Clarify-v0")  # the demonstration is the expert on clarify/train's first task
+    demo = agentgym.make(
+        "Clarify-v0"
+    )  # the demonstration is the expert on clarify/train's first task
     obs, _ = demo.reset(seed=0, options={"task": TaskSuite.load("clarify/train").tasks[0]})
     assert request.messages[1]["content"] == obs
     assert request.messages[2]["content"] == demo.unwrapped.expert_action()

@@ -144,12 +144,12 @@ def check_snapshot_restore(env: TextEnv, task: Task | str, seed: int, actions: l
     half = len(actions) // 2
     for a in actions[:half]:
         env.step(a)
-    shown = env.unwrapped.last_observation
+    shown = env.unwrapped.last_observation  # type: ignore[attr-defined]
     snap = env.snapshot()
     rest = [env.step(a)[:4] for a in actions[half:]]
     for _ in range(2):  # a snapshot stays reusable
         env.restore(snap)
-        if env.unwrapped.last_observation != shown:
+        if env.unwrapped.last_observation != shown:  # type: ignore[attr-defined]
             raise ConformanceError(
                 f"task {_tid(task)}: after restore() render() must show the snapshot's observation"
             )

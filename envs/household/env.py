@@ -172,4 +172,3 @@ class HouseholdEnv(TextEnv):
         if self._scene is None:
             raise ResetNeeded("call reset() first")
         return self._scene
-

@@ -84,8 +84,7 @@ class SocialParallelEnv(TextParallelEnv):
         )
         obs = {a: self._observe(i) for i, a in enumerate(AGENTS)}
         rewards = {
-            a: evaluations[i].goal if done and evaluations else 0.0
-            for i, a in enumerate(AGENTS)
+            a: evaluations[i].goal if done and evaluations else 0.0 for i, a in enumerate(AGENTS)
         }
         infos = {
             a: self._info(i, event.valid or i != seat, evaluations) for i, a in enumerate(AGENTS)
