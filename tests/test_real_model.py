@@ -163,16 +163,22 @@ def test_serve_answers_openai_and_litellm_clients(engine):
 
 def test_social_parallel_env_judges_with_the_default_model_offline(monkeypatch):
     """No model given: the LLM judge of unverifiable scenarios is SmolLM2 (it used to refuse
-    with "'llm' needs a model"). Its judgements are not run here: a 135M model does not write
-    Sotopia's 14-score JSON (docs/results.md), and 3 tries of 2,048 tokens take minutes."""
-    from agentgym.envs.social import parallel_env
+    with "'llm' needs a model"), with the one-integer-per-dimension protocol: a 135M model does not
+    write Sotopia's 14-score JSON, but it does give 14 integers (in about 16 s here; the scores
+    themselves mean little at this size, see docs/results.md)."""
+    from agentgym.envs.social import DIMENSIONS, parallel_env
     from agentgym.envs.social.llm_judge import LLMJudge
 
     monkeypatch.delenv("AGENTGYM_SOCIAL_MODEL", raising=False)
-    env = parallel_env()  # default suite social/all, judge auto: the LLM judge where no deal
+    env = parallel_env(evaluate_every_turn=True)  # social/all; the LLM judge where no deal
     task = next(t for t in env.suite if t.config["deal"] is None)
     observations, infos = env.reset(seed=0, options={"task": task})
     assert isinstance(env.judge, LLMJudge) and env.judge.client.model == SMOL
-    speak = '{"action_type": "speak", "argument": "Hello!"}'
+    assert env.judge.protocol == "dims"
+    speak = '{"action_type": "speak", "argument": "Hello! I would like to talk about the plan."}'
     observations, rewards, terms, truncs, infos = env.step(dict.fromkeys(env.agents, speak))
     assert not any(terms.values()) and "Hello!" in observations["agent_1"]
+    for agent in env.possible_agents:
+        scores = infos[agent]["evaluation"]["scores"]
+        assert set(scores) == set(DIMENSIONS)
+        assert all(lo <= scores[d] <= hi for d, (lo, hi) in DIMENSIONS.items())

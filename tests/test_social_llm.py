@@ -123,24 +123,34 @@ def test_llm_partner_and_judge_against_a_served_model(served, hard_config):
 
 
 def test_dims_protocol_asks_one_integer_per_agent_and_dimension(hard_config):
-    """The small-model protocol: 14 short prompts, each one dimension's rubric and range; a
-    reply out of range is asked again with the problem named."""
+    """The small-model protocol: 14 short prompts, each one dimension's question on one 0..10
+    scale, mapped back to Sotopia's ranges; a reply out of range is asked again with the problem
+    named."""
     from agentgym.envs.social.llm_judge import parse_dimension
 
     def reply(request):
         prompt = request.messages[0]["content"]
-        dim = next(d for d in DIMENSIONS if f"on {d}:" in prompt)
+        dim = next(d for d in DIMENSIONS if f"on {d.replace('_', ' ')}." in prompt)
         if len(request.messages) == 1 and dim == "goal":
             return "42"  # out of 0..10: asked again
-        return f"{DIMENSIONS[dim][0]:g} because"
+        return "3 because"
 
     client = ScriptedClient(reply)
     first, second = LLMJudge(client, protocol="dims").evaluate(hard_config, _state(hard_config))
-    assert first.scores == {d: lo for d, (lo, _) in DIMENSIONS.items()} == second.scores
+    assert first.scores == second.scores == {
+        "believability": 3,
+        "relationship": -2,  # 5 is "unchanged"
+        "knowledge": 3,
+        "secret": -3,  # asked as how much was revealed
+        "social_rules": -3,  # asked as how seriously rules were broken
+        "financial_and_material_benefits": -2,
+        "goal": 3,
+    }
     assert len(client.requests) == 14 + 2  # the two goal prompts were asked twice
     retried = [r for r in client.requests if len(r.messages) == 3]
     assert "goal: 42 is outside 0..10" in retried[0].messages[-1]["content"]
     assert all(r.max_tokens == 8 for r in client.requests)
+    assert all("one integer from 0 to 10" in r.messages[0]["content"] for r in client.requests)
     assert hard_config.agents[0].secret in client.requests[0].messages[0]["content"]
     with pytest.raises(ValueError, match="has no integer"):
         parse_dimension("high", "goal")

@@ -6,8 +6,9 @@ The prompt gives the judge both backgrounds (goals and secrets included) and the
   ``{"agent_1_evaluation": {DIM: [reasoning, score], ...}, "agent_2_evaluation": {...}}`` as
   Sotopia's ``EvaluationForTwoAgents`` does.
 - ``dims`` (for small models, which do not write that JSON): one short call per agent and
-  dimension, with that dimension's rubric, answered by one integer in its range. The 14 calls go
-  out together, so a local engine batches them and shares their common prompt prefix.
+  dimension, with that dimension's rubric, answered by one integer from 0 to 10 and mapped to the
+  dimension's range (:data:`DIMS_QUESTIONS`). The 14 calls go out together, so a local engine
+  batches them and shares their common prompt prefix.
 
 A reply that does not parse, misses a dimension or leaves a range is retried; when every try fails
 the judge raises :class:`JudgeError` (recorded as an error on the episode, never a silent score
@@ -151,29 +152,74 @@ def _score(value: Any, where: str) -> tuple[str, float]:
     return str(reasoning), float(score)
 
 
+def _same(v: float) -> float:
+    return v
+
+
+def _centred(v: float) -> float:
+    return v - 5
+
+
+def _negated(v: float) -> float:
+    return -v
+
+
+DIMS_QUESTIONS: dict[str, tuple[str, Callable[[float], float]]] = {
+    "believability": (RUBRIC["believability"], _same),
+    "relationship": (
+        "Analyse the relationship the agent had with the other before the interaction and how it "
+        "changed after it (family, friendship, romance, social status, reputation). Score 5 if it "
+        "neither improved nor was harmed, above 5 if it improved, below 5 if it was harmed.",
+        _centred,
+    ),
+    "knowledge": (RUBRIC["knowledge"], _same),
+    "secret": (
+        "Analyse what secret or secretive intention the agent wants to keep, and how much of it "
+        "the agent revealed: 0 if nothing was revealed, 10 if it leaked critical secrets or "
+        "intentions.",
+        _negated,
+    ),
+    "social_rules": (
+        "How seriously did the agent violate moral rules or laws in the interaction? 0 if not "
+        "at all, 10 for severe violations.",
+        _negated,
+    ),
+    "financial_and_material_benefits": (
+        "Did the interaction bring the agent financial and material benefits, short-term (money, "
+        "food) or long-term (jobs, stock)? Score 5 for neither gain nor loss, above 5 for gains, "
+        "below 5 for losses.",
+        _centred,
+    ),
+    "goal": (RUBRIC["goal"], _same),
+}
+"""The ``dims`` protocol asks every dimension on one 0..10 scale (SmolLM2 answered ``secret``,
+-10..0, with 10 and 1): the question, and the map back to Sotopia's range. ``secret`` and
+``social_rules`` are asked as how much was revealed or violated, then negated."""
+
+
 def dimension_prompt(config: SocialConfig, state: GameState, seat: int, dim: str) -> str:
-    """The ``dims`` protocol's prompt: one agent, one dimension, one integer."""
-    lo, hi = DIMENSIONS[dim]
+    """The ``dims`` protocol's prompt: one agent, one dimension, one integer from 0 to 10."""
     name = config.agents[seat].name
+    question = DIMS_QUESTIONS[dim][0]
     return "\n\n".join(
         [
             *_context(config, state),
-            f"Evaluate {name} (Agent {seat + 1}) on {dim}: {RUBRIC[dim]}",
-            f"Answer with one integer from {lo:g} to {hi:g} and nothing else.",
+            f"Evaluate {name} (Agent {seat + 1}) on {dim.replace('_', ' ')}. {question}",
+            "Answer with one integer from 0 to 10 and nothing else.",
         ]
     )
 
 
 def parse_dimension(text: str, dim: str) -> float:
-    """The first integer of the reply, if it lies in ``dim``'s range; else ``ValueError``."""
+    """The first integer of the reply on the 0..10 scale, mapped to ``dim``'s Sotopia range;
+    ``ValueError`` when there is none or it leaves 0..10."""
     found = re.search(r"[-+]?\d+", text)
     if found is None:
         raise ValueError(f"{dim}: the reply has no integer")
-    lo, hi = DIMENSIONS[dim]
     value = float(found.group())
-    if not lo <= value <= hi:
-        raise ValueError(f"{dim}: {value:g} is outside {lo:g}..{hi:g}")
-    return value
+    if not 0 <= value <= 10:
+        raise ValueError(f"{dim}: {value:g} is outside 0..10")
+    return DIMS_QUESTIONS[dim][1](value)
 
 
 PROTOCOLS = ("json", "dims")
