@@ -130,6 +130,11 @@ class LocalEngine:
         hf_logging.disable_progress_bar()
         path = resolve_model_path(str(path))
         tokenizer: Any = AutoTokenizer.from_pretrained(str(path))
+        if not tokenizer.chat_template:  # else every request fails deep inside transformers
+            raise ValueError(
+                f"the checkpoint at {path} has no chat template: add a chat_template.jinja "
+                "(a GGUF file carries it as tokenizer.chat_template)"
+            )
         loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
         model: Any = loader.from_pretrained(str(path)).to(device).eval()
         self._setup(model, tokenizer, str(path), max_batch_size, max_wait_s, device, thread=True)
