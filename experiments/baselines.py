@@ -50,7 +50,7 @@ FAMILIES = [
     Family("kbqa-comp", "kbqa/comp-test", max_steps=10),
     Family("household", "household/valid_unseen", max_steps=20),
     Family("webshop", "webshop/test", max_steps=15),
-    Family("social-negotiation", "social/negotiation"),
+    Family("social-negotiation", "social/negotiation", agents=("random", MODEL)),  # no expert
     Family("tau-mock", "tooluse/mock", max_steps=15),
     Family("tau-retail", "tooluse/retail-test", max_steps=15),
     Family("tau-airline", "tooluse/airline-test", max_steps=15),
