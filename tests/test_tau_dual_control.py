@@ -9,8 +9,8 @@ from agentgym.envs.tooluse.reward import gold_world, tau2_reward
 from agentgym.envs.tooluse.tasks import TauConfig, TauGold
 from agentgym.envs.tooluse.users import STOP, LLMUser
 from agentgym.envs.tooluse.world import World, get_domain
-from agentgym.llm.base import ChatRequest, ChatResponse, Choice
 from agentgym.task import Task
+from agentgym.testing import ScriptedClient
 
 
 def play_expert(env, task, max_steps=60):
@@ -148,20 +148,6 @@ def test_a_user_gold_action_must_be_a_user_tool():
     bad.gold["actions"][1]["name"] = "update_task_status"  # an agent tool, claimed by the user
     with pytest.raises(ValueError, match="'update_task_status' is not a user tool of mock"):
         TauEnv.validate_task(bad)
-
-
-class ScriptedClient:
-    """Offline test double for the chat client; replies from a script."""
-
-    model = "scripted"
-
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.requests: list[ChatRequest] = []
-
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        return ChatResponse(choices=[Choice(message=self.replies.pop(0))], model=self.model)
 
 
 def test_llm_user_tool_calls_are_part_of_the_episode_and_graded():

@@ -6,22 +6,8 @@ import pytest
 
 from agentgym.envs.tooluse.env import TauEnv
 from agentgym.envs.tooluse.users import AGENT_GREETING, LLMUser, make_user
-from agentgym.llm.base import ChatRequest, ChatResponse, Choice
 from agentgym.task import TaskSuite
-
-
-class ScriptedClient:
-    """Offline test double: replies from a script and records every request."""
-
-    model = "scripted"
-
-    def __init__(self, replies):
-        self.replies = list(replies)
-        self.requests: list[ChatRequest] = []
-
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        return ChatResponse(choices=[Choice(message=self.replies.pop(0))], model=self.model)
+from agentgym.testing import ScriptedClient
 
 
 def text(content):
