@@ -3,13 +3,16 @@
     python -m experiments.baselines                      # every family, 30 tasks each (hours on 2 cores)
     python -m experiments.baselines --only clarify,bfcl-simple --n 10
     python -m experiments.baselines --write-docs         # rewrite the table in docs/results.md
+    python -m experiments.baselines --stored --write-docs   # the table from the store, running nothing
 
 Each family is a fixed, evenly spread subset of a built-in suite (every k-th task, so tags and
 difficulties mix as in the full suite). Runs are greedy (temperature 0) with seed 0 and go to one
 SQLite store (``--db``): rerunning the same command resumes where it stopped, and families already
 done are only re-read. The table gives success and score with 95% Wilson intervals, the share of
 invalid actions, mean tokens per episode and the wall time this machine spent on each run (summed
-over resumed invocations, kept beside the store in ``<db>.wall.json``).
+over resumed invocations, kept beside the store in ``<db>.wall.json``). The tau families and SWE
+run on fewer tasks (``Family.n``): every SmolLM2 turn there prefills thousands of tokens. A family
+stopped part way is shown by ``--stored`` as ``k of n`` episodes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rich.table import Table
 
 import agentgym
 from agentgym.metrics import summarize, wilson_interval
+from agentgym.store import Store
 from agentgym.task import TaskSuite
 
 MODEL = "hf:smollm2"
@@ -38,6 +42,9 @@ class Family:
     max_steps: int | None = None
     """Step cap for every agent (None: the env's own limit)."""
     agents: tuple[str, ...] = AGENTS
+    n: int | None = None
+    """Tasks in the subset (None: ``--n``); the tau families are smaller because every SmolLM2
+    turn there prefills a 3-8k-token policy and tool list."""
 
 
 FAMILIES = [
@@ -51,10 +58,10 @@ FAMILIES = [
     Family("household", "household/valid_unseen", max_steps=20),
     Family("webshop", "webshop/test", max_steps=15),
     Family("social-negotiation", "social/negotiation", agents=("random", MODEL)),  # no expert
-    Family("tau-mock", "tooluse/mock", max_steps=15),
-    Family("tau-retail", "tooluse/retail-test", max_steps=15),
-    Family("tau-airline", "tooluse/airline-test", max_steps=15),
-    Family("swe-humanevalfix", "swe/humanevalfix", max_steps=10),
+    Family("tau-mock", "tooluse/mock", max_steps=15, n=10),
+    Family("tau-retail", "tooluse/retail-test", max_steps=15, n=5),
+    Family("tau-airline", "tooluse/airline-test", max_steps=15, n=5),
+    Family("swe-humanevalfix", "swe/humanevalfix", max_steps=10, n=10),
 ]
 """Cheapest first, so an interrupted run has the most families done."""
 
@@ -66,14 +73,29 @@ def spread(suite: TaskSuite, n: int) -> TaskSuite:
     return TaskSuite(f"{suite.name}[::{step}][:{n}]", tasks[::step][:n])
 
 
-def run(families: list[Family], n: int, db: Path, concurrency: int, console: Console) -> list[dict]:
+def run(
+    families: list[Family],
+    n: int,
+    db: Path,
+    concurrency: int,
+    console: Console,
+    stored_only: bool = False,
+) -> list[dict]:
+    """Evaluate (or resume) every family's agents and summarise each run; ``stored_only`` runs
+    nothing and summarises what the store holds, so a family stopped part way shows as
+    ``k of n``."""
     wall_file = db.with_suffix(db.suffix + ".wall.json")
     wall = json.loads(wall_file.read_text()) if wall_file.exists() else {}
     rows = []
     for fam in families:
-        subset = spread(TaskSuite.load(fam.suite), n)
+        subset = spread(TaskSuite.load(fam.suite), fam.n or n)
         for agent in fam.agents:
             key = f"{fam.name}|{agent}"
+            if stored_only:
+                eps = _stored(db, f"baseline {fam.name} {agent}", subset.name)
+                if eps:
+                    rows.append(_row(fam, subset, agent, eps, wall.get(key)))
+                continue
             console.print(f"[bold]{fam.name}[/bold] {agent}: {len(subset)} tasks")
             start = time.perf_counter()
             result = agentgym.evaluate(
@@ -88,27 +110,41 @@ def run(families: list[Family], n: int, db: Path, concurrency: int, console: Con
             if result.new_episodes:
                 wall[key] = wall.get(key, 0.0) + time.perf_counter() - start
                 wall_file.write_text(json.dumps(wall, indent=1))
-            eps = result.episode_rows()
-            s = summarize(eps)
-            rows.append(
-                {
-                    "family": fam.name,
-                    "suite": subset.name,
-                    "agent": agent,
-                    "max_steps": fam.max_steps,
-                    "episodes": s.episodes,
-                    "successes": s.successes,
-                    "success_ci": wilson_interval(s.successes, s.episodes),
-                    "score": s.mean_score,
-                    "score_ci": _mean_ci([float(e["score"] or 0) for e in eps]),
-                    "invalid_rate": s.invalid_rate,
-                    "tokens": s.mean_tokens,
-                    "errors": s.errors,
-                    "wall_s": wall.get(key),
-                }
-            )
+            rows.append(_row(fam, subset, agent, result.episode_rows(), wall.get(key)))
             console.print(table(rows[-1:]))
     return rows
+
+
+def _stored(db: Path, name: str, suite: str) -> list[dict]:
+    """The stored episodes of the latest run called ``name`` on ``suite`` (none if never run)."""
+    if not db.is_file():
+        return []
+    store = Store(db, read_only=True)
+    try:
+        runs = [r for r in store.runs() if r["name"] == name and r["suite"] == suite]
+        return store.episode_rows(runs[-1]["id"]) if runs else []
+    finally:
+        store.close()
+
+
+def _row(fam: Family, subset: TaskSuite, agent: str, eps: list[dict], wall_s: float | None) -> dict:
+    s = summarize(eps)
+    partial = f" ({s.episodes} of {len(subset)})" if s.episodes < len(subset) else ""
+    return {
+        "family": fam.name,
+        "suite": subset.name + partial,
+        "agent": agent,
+        "max_steps": fam.max_steps,
+        "episodes": s.episodes,
+        "successes": s.successes,
+        "success_ci": wilson_interval(s.successes, s.episodes),
+        "score": s.mean_score,
+        "score_ci": _mean_ci([float(e["score"] or 0) for e in eps]),
+        "invalid_rate": s.invalid_rate,
+        "tokens": s.mean_tokens,
+        "errors": s.errors,
+        "wall_s": wall_s,
+    }
 
 
 def _mean_ci(values: list[float]) -> tuple[float, float]:
@@ -196,6 +232,9 @@ def main() -> None:
         "-c", "--concurrency", type=int, default=16, help="episodes batched for the model"
     )
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument(
+        "--stored", action="store_true", help="run nothing: summarise what the store holds"
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
     if args.threads:
@@ -208,7 +247,7 @@ def main() -> None:
         parser.error(f"unknown families {sorted(unknown)}; known: {', '.join(sorted(names))}")
     families = [f for f in FAMILIES if not only or f.name in only]
     console = Console()
-    rows = run(families, args.n, args.db, args.concurrency, console)
+    rows = run(families, args.n, args.db, args.concurrency, console, args.stored)
     console.print(table(rows))
     if args.write_docs:
         command = f"python -m experiments.baselines --n {args.n}" + (

@@ -28,3 +28,25 @@ def test_run_resumes_and_writes_the_docs_table(tmp_path):
     baselines.write_docs(baselines.markdown(rows, "CMD"), doc)
     text = doc.read_text()
     assert "old" not in text and "| clarify | expert | 4 | 1.00" in text and text.endswith("rest\n")
+
+
+def test_stored_only_runs_nothing_and_marks_partial_families(tmp_path):
+    from agentgym.store import Store
+
+    family = baselines.Family("clarify", "clarify/test", agents=("random", "expert"))
+    db, quiet = tmp_path / "b.db", Console(file=io.StringIO())
+    assert baselines.run([family], 4, db, 2, quiet, stored_only=True) == []  # no store yet
+    baselines.run([family], 4, db, 2, quiet)
+    store = Store(db)
+    expert = next(r for r in store.runs() if r["agent"] == "expert")
+    store.db.execute(
+        "delete from episodes where run_id = ? and rowid in "
+        "(select rowid from episodes where run_id = ? limit 1)",
+        [expert["id"]] * 2,
+    )
+    store.db.conn.commit()
+    store.close()
+    rows = baselines.run([family], 4, db, 2, quiet, stored_only=True)
+    assert [(r["agent"], r["episodes"]) for r in rows] == [("random", 4), ("expert", 3)]
+    assert rows[1]["suite"].endswith("(3 of 4)") and not rows[0]["suite"].endswith(")")
+    assert len(Store(db, read_only=True).episode_rows(expert["id"])) == 3  # nothing was run
