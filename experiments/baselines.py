@@ -43,8 +43,8 @@ class Family:
     """Step cap for every agent (None: the env's own limit)."""
     agents: tuple[str, ...] = AGENTS
     n: int | None = None
-    """Tasks in the subset (None: ``--n``); the tau families are smaller because every SmolLM2
-    turn there prefills a 3-8k-token policy and tool list."""
+    """Tasks in the subset (None: ``--n``); tau and SWE are smaller because every SmolLM2 turn
+    there prefills thousands of tokens (a tau policy and tool list, a repository's files)."""
 
 
 FAMILIES = [
