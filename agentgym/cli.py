@@ -347,9 +347,8 @@ def _join_ray(address: str | None) -> None:
 
 @contextlib.contextmanager
 def _progress(label: str) -> Iterator[Callable[[Episode, RunProgress], None]]:
-    short = (
-        label if len(label) <= 32 else f"{label[:20]}…{label[-11:]}"
-    )  # keeps the bar on one line
+    # A long label is shortened so the bar stays on one line.
+    short = label if len(label) <= 32 else f"{label[:20]}…{label[-11:]}"
     columns = [
         TextColumn(f"[bold]{escape(short)}[/bold]"),
         BarColumn(),

@@ -1,5 +1,6 @@
 """experiments/baselines.py: evenly spread subsets, resumable runs, the docs table."""
 
+import contextlib
 import io
 
 from rich.console import Console
@@ -49,4 +50,5 @@ def test_stored_only_runs_nothing_and_marks_partial_families(tmp_path):
     rows = baselines.run([family], 4, db, 2, quiet, stored_only=True)
     assert [(r["agent"], r["episodes"]) for r in rows] == [("random", 4), ("expert", 3)]
     assert rows[1]["suite"].endswith("(3 of 4)") and not rows[0]["suite"].endswith(")")
-    assert len(Store(db, read_only=True).episode_rows(expert["id"])) == 3  # nothing was run
+    with contextlib.closing(Store(db, read_only=True)) as after:
+        assert len(after.episode_rows(expert["id"])) == 3  # nothing was run

@@ -111,9 +111,8 @@ def test_env_sets_stop_tokens_and_demonstration():
     assert request.stop == ["\n"] and request.max_tokens == 48  # one-line actions
     roles = [m["role"] for m in request.messages]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
-    demo = agentgym.make(
-        "Clarify-v0"
-    )  # the demonstration is the expert on clarify/train's first task
+    # The demonstration is the expert on clarify/train's first task.
+    demo = agentgym.make("Clarify-v0")
     obs, _ = demo.reset(seed=0, options={"task": TaskSuite.load("clarify/train").tasks[0]})
     assert request.messages[1]["content"] == obs
     assert request.messages[2]["content"] == demo.unwrapped.expert_action()
