@@ -57,7 +57,7 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
         # Measured here (docs/results.md): the SFT model learns which relation a question starts
         # from within 1.5 epochs but which step follows only after about 4, so the quick run
         # takes fewer RRS questions and more epochs: 60 steps x 8 rows of 80 questions at 1e-3.
-        quick |= {"train_tasks": 80, "sft_steps": 60, "sft_batch": 8, "micro_batch": 8,
+        quick |= {"train_tasks": 80, "sft_steps": 60, "sft_batch": 8, "micro_batch": 2,
                   "sft_lr": 1e-3, "rl_steps": 2, "rl_lr": 1e-4, "eval_compositional": 16,
                   "eval_iid": 8}  # fmt: skip
     common = {"sft_batch": 4, "micro_batch": 4, "sft_lr": 3e-4, "rl_lr": 2e-5}
@@ -289,7 +289,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sft-lr", type=float, default=None, help="3e-4; KBQA --quick 1e-3")
     p.add_argument("--rl-lr", type=float, default=None, help="2e-5; KBQA --quick 1e-4")
     p.add_argument("--sft-batch", type=int, default=None, help="4; KBQA --quick 8")
-    p.add_argument("--micro-batch", type=int, default=None, help="4; KBQA --quick 8")
+    p.add_argument("--micro-batch", type=int, default=None, help="4; KBQA --quick 2")
     p.add_argument("--tasks-per-step", type=int, default=None)
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--max-turns", type=int, default=None)

@@ -1,5 +1,5 @@
-"""The update's shortcuts change nothing but time: the LM head at loss positions only gives the
-same logprobs and gradients, and leaving out zero-advantage rows plus length-sorted
+"""The update's shortcuts change nothing but time: the LM head at loss positions only, and
+cached states below the first adapted layer, give the same logprobs and gradients; leaving out zero-advantage rows plus length-sorted
 micro-batches give the same weights after a GRPO step."""
 
 from __future__ import annotations
@@ -50,6 +50,35 @@ def test_loss_positions_only_matches_the_full_head(tiny_model, lora):
     g_full = torch.autograd.grad((full * mb.weights).sum(), params)
     g_fast = torch.autograd.grad((fast * mb.weights).sum(), params)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(g_full, g_fast, strict=True))
+
+
+def test_cached_frozen_layers_give_the_same_loss_and_gradients(tiny_model):
+    """LoRA on the top layer only: the rows' states below it, computed once and cached, give
+    the logprobs and adapter gradients of the full forward, on the first call and from cache."""
+    from agentgym.train.frozen import FrozenPrefix
+    from agentgym.train.policy import LoraConfig
+
+    torch.manual_seed(0)
+    model = load_model(tiny_model, lora=LoraConfig(r=4, layers=[1]))
+    for p in model.parameters():
+        if p.requires_grad:
+            p.data.add_(0.05 * torch.randn_like(p))
+    frozen = FrozenPrefix.of(model, 2**20)
+    assert frozen is not None and frozen.split == 1
+    assert FrozenPrefix.of(load_model(tiny_model, lora=LoraConfig(r=4)), 2**20) is None
+    mb = _batch()
+    only = mb.weights > 0
+    params = [p for p in model.parameters() if p.requires_grad]
+    full, _ = token_logprobs(model, mb, only)
+    g_full = torch.autograd.grad((full * mb.weights).sum(), params)
+    for _ in range(2):  # computed, then read from the cache
+        cut, _ = token_logprobs(model, mb, only, frozen)
+        g_cut = torch.autograd.grad((cut * mb.weights).sum(), params)
+        assert torch.allclose(full, cut, atol=1e-5)
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(g_full, g_cut, strict=True))
+    assert len(frozen.cache) == mb.rows
+    whole, _ = token_logprobs(model, mb, None, frozen)  # every position (SFT context loss)
+    assert torch.allclose(whole * only, full, atol=1e-5)
 
 
 @pytest.fixture(scope="module")

@@ -194,6 +194,9 @@ class SFTConfig(_Strict):
     context_weight: float = Field(default=0.0, ge=0.0)
     """Weight of a language-modelling loss on the context tokens ("train on inputs"); helps
     models trained from scratch learn to copy from their context."""
+    frozen_cache_gb: float = Field(default=4.0, ge=0.0)
+    """Memory for the rows' hidden states below the first trainable layer (LoRA on the top
+    layers only): computed once per row instead of every epoch. 0 turns the cache off."""
 
 
 class TrainConfig(_Strict):

@@ -196,7 +196,10 @@ def logprobs_from_logits(
 
 
 def token_logprobs(
-    model: Any, mb: Batch, only: torch.Tensor | None = None
+    model: Any,
+    mb: Batch,
+    only: torch.Tensor | None = None,
+    states: Callable[[Batch], torch.Tensor | None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(logprobs, entropies) of ``mb``'s tokens under ``model``; differentiable.
 
@@ -204,15 +207,20 @@ def token_logprobs(
     For a plain causal LM the vocabulary-sized head then runs at those positions only: with a
     49k vocabulary and losses on action tokens alone, that skips most of the head's compute and
     the [rows, length, vocab] log-softmax of every context token. Same values otherwise.
+    ``states``: the decoder's last hidden states of ``mb`` by a cheaper route, if it has one
+    (:class:`~agentgym.train.frozen.FrozenPrefix`; None from it: run the decoder).
     """
-    head = None if only is None else _decoder_and_head(model)
+    head = _decoder_and_head(model) if only is not None or states is not None else None
     if head is None:
         return logprobs_from_logits(forward(model, mb).logits, mb.input_ids)
     body, lm_head = head
-    hidden = body(
-        input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False
-    ).last_hidden_state
-    assert only is not None
+    hidden = states(mb) if states is not None else None
+    if hidden is None:
+        hidden = body(
+            input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False
+        ).last_hidden_state
+    if only is None:
+        return logprobs_from_logits(lm_head(hidden), mb.input_ids)
     rows, cols = only[:, 1:].nonzero(as_tuple=True)  # token cols + 1, predicted at cols
     logp_all = torch.log_softmax(lm_head(hidden[rows, cols]).float(), dim=-1)
     logp = logp_all.gather(-1, mb.input_ids[rows, cols + 1][:, None]).squeeze(-1)

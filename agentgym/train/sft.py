@@ -24,6 +24,7 @@ from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.batch import Batch
 from agentgym.train.chat import ChatFormat
 from agentgym.train.episode import TokenEpisode, Turn
+from agentgym.train.frozen import FrozenPrefix
 from agentgym.train.losses import weighted
 from agentgym.train.policy import token_logprobs
 
@@ -120,8 +121,12 @@ class SFT:
 
     zero_advantage_inert = False  # no advantages: every row's NLL counts
 
-    def __init__(self, model: Any, context_weight: float = 0.0) -> None:
+    def __init__(
+        self, model: Any, context_weight: float = 0.0, frozen_cache_gb: float = 0.0
+    ) -> None:
         self.model, self.context_weight = model, context_weight
+        self.frozen = FrozenPrefix.of(model, int(frozen_cache_gb * 2**30))
+        """The rows' states below the first adapted layer, computed once (LoRA on top layers)."""
 
     def extra_modules(self) -> dict[str, torch.nn.Module]:
         return {}
@@ -132,7 +137,7 @@ class SFT:
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         only = None if self.context_weight else mb.weights > 0  # the head at action tokens only
-        logp, entropy = token_logprobs(self.model, mb, only)
+        logp, entropy = token_logprobs(self.model, mb, only, self.frozen)
         nll = weighted(-logp, mb.weights)
         metrics = {"nll": nll.item(), "entropy": weighted(entropy.detach(), mb.weights).item()}
         if not self.context_weight:
@@ -144,5 +149,8 @@ class SFT:
 
 register_algorithm(
     "sft",
-    AlgorithmSpec(lambda model, cfg: SFT(model, cfg.sft.context_weight), rollouts=False),
+    AlgorithmSpec(
+        lambda model, cfg: SFT(model, cfg.sft.context_weight, cfg.sft.frozen_cache_gb),
+        rollouts=False,
+    ),
 )
