@@ -1,6 +1,7 @@
 """The update's shortcuts change nothing but time: the LM head at loss positions only, and
-cached states below the first adapted layer, give the same logprobs and gradients; leaving out zero-advantage rows plus length-sorted
-micro-batches give the same weights after a GRPO step."""
+cached states below the first adapted layer, give the same logprobs and gradients; leaving out
+zero-advantage rows, length-sorted micro-batches and the rollouts' prefix cache give the same
+weights after a GRPO step."""
 
 from __future__ import annotations
 
@@ -109,14 +110,16 @@ def _cfg(model, root, out, **over) -> TrainConfig:
 
 def test_skipping_tied_rows_and_sorting_leave_the_step_unchanged(noop_sft):
     root = noop_sft
-    runs = {}
+    runs, reused = {}, {}
     for name, fast in (("fast", True), ("plain", False)):
         cfg = _cfg(root / "sft" / "final", root, root / name, **{
             "algo.skip_zero_advantage": fast, "algo.loss_logits_only": fast,
-            "optim.sort_by_length": fast})  # fmt: skip
+            "optim.sort_by_length": fast, "rollout.prefix_cache_mb": 64 if fast else 0})  # fmt: skip
         trainer = Trainer(cfg)
         runs[name] = (trainer.run(), trainer.model.state_dict())
+        reused[name] = trainer.engine.stats.cached_tokens
     (fast_m, fast_w), (plain_m, plain_w) = runs["fast"], runs["plain"]
+    assert reused["plain"] == 0 < reused["fast"]  # later turns continued from cached keys
     assert fast_m["reward"] == plain_m["reward"] and 0 < plain_m["acr"] < 1  # some groups tie
     assert fast_m["trained_rows"] < plain_m["trained_rows"] == plain_m["episodes"]
     # Adam's first step moves a weight by about lr (3e-3) whatever its gradient's size, so float

@@ -96,6 +96,10 @@ class RolloutConfig(_Strict):
     """An episode whose context would exceed this ends with status ``limit``."""
     max_batch_size: int = Field(default=64, ge=1)
     """Sequences per generation batch."""
+    prefix_cache_mb: int = Field(default=2048, ge=0)
+    """Keys and values of the episodes' earlier turns, kept so a later turn prefills only its
+    new tokens. Cleared before every rollout batch (the weights change between); a routed
+    policy (its adapter changes per step) never uses it. 0 turns it off."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None

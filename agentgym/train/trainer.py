@@ -111,6 +111,7 @@ class Trainer:
                 self.tokenizer,
                 max_batch_size=self.cfg.rollout.max_batch_size,
                 device=self.cfg.model.device,
+                prefix_cache_mb=0 if self.policy.routed else self.cfg.rollout.prefix_cache_mb,
             )
         return self._engine
 
@@ -193,6 +194,7 @@ class Trainer:
             r.max_turns, r.max_new_tokens, temperature, r.top_p, r.max_context_tokens
         )
         router = self.policy.router(self.step, explore, seed)
+        self.engine.clear_prefix_cache()  # keys and values of older weights
         self.model.eval()
         try:
             with self._autocast():
