@@ -3,8 +3,8 @@
 With LoRA on the top K decoder layers only, the layers below never change: the hidden state an
 SFT row carries into the first adapted layer is the same in every epoch. Keeping it per row skips
 that share of every later forward; only the top layers run (and backpropagate) again. Measured on
-SmolLM2-135M with LoRA on 8 of 30 layers: an 8-row step's forward and backward took 13.8 s, the
-top layers alone on cached states 6.2 s (docs/results.md).
+SmolLM2-135M with LoRA on 8 of 30 layers: an 8-row SFT step took 13.7 s, and 6.7 s once its rows
+were cached (docs/results.md).
 
 The top layers run through the model's own decoder with its layer list cut to them, fed the
 cached states as ``inputs_embeds``. A decoder that treats ``inputs_embeds`` differently from its
@@ -71,9 +71,10 @@ class FrozenPrefix:
         if self.max_bytes < 0:
             return None
         lengths = mb.attention_mask.sum(1).tolist()
-        states = torch.zeros(*mb.input_ids.shape, self._width(), device=mb.input_ids.device)
-        for r, n in enumerate(lengths):
-            states[r, :n] = self._row(mb.input_ids[r, :n])
+        rows = [self._row(mb.input_ids[r, :n]) for r, n in enumerate(lengths)]
+        states = rows[0].new_zeros(*mb.input_ids.shape, rows[0].shape[-1])
+        for r, (n, row) in enumerate(zip(lengths, rows, strict=True)):
+            states[r, :n] = row
         with self._layers(slice(self.split, None)):
             return self.decoder(
                 inputs_embeds=states, attention_mask=mb.attention_mask, use_cache=False
@@ -105,9 +106,6 @@ class FrozenPrefix:
         finally:
             hook.remove()
         return seen[-1]
-
-    def _width(self) -> int:
-        return int(self.decoder.embed_tokens.embedding_dim)
 
     @contextmanager
     def _layers(self, part: slice) -> Iterator[None]:
