@@ -194,6 +194,11 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
         trainer_config(args.model, suites, root / f"sft-{seed}", args, seed=seed,
                        steps=args.sft_steps, **{"algo.name": "sft", "sft.data": str(data)})
     )  # fmt: skip
+    if sft.step and not (root / f"before-{seed}.json").is_file():
+        raise RuntimeError(
+            f"{root / f'sft-{seed}'} holds a trained checkpoint but before-{seed}.json is missing, "
+            f"so the untrained model can no longer be measured; remove sft-{seed} to start over"
+        )
     t0 = time.perf_counter()
     out["before"] = stage_records(root / f"before-{seed}.json", sft, tags)
     out["eval_s"] = time.perf_counter() - t0

@@ -16,6 +16,8 @@ checks against live processes.
 from __future__ import annotations
 
 import atexit
+import os
+import socket
 import threading
 import time
 import uuid
@@ -43,6 +45,7 @@ def docker_client(timeout: int = 120) -> Any:
             "the docker provider needs the docker SDK: pip install 'agentgym[sandbox]'"
         ) from e
     try:
+        _check_local_socket(timeout)
         client = docker.from_env(timeout=timeout)
         client.ping()
         return client
@@ -51,6 +54,20 @@ def docker_client(timeout: int = 120) -> Any:
             f"Docker is not reachable ({e}); start dockerd or check DOCKER_HOST "
             "(`agentgym sandbox doctor` says what works here)"
         ) from e
+
+
+def _check_local_socket(timeout: float) -> None:
+    """Connect to the local engine's socket (``DOCKER_HOST`` unset or ``unix://``) and close it.
+
+    With dockerd stopped the socket file stays behind; the SDK's client then fails inside its
+    constructor and leaks the socket it opened (a ResourceWarning in every caller).
+    """
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(host.removeprefix("unix://"))
 
 
 def is_transient(e: BaseException) -> bool:

@@ -64,8 +64,12 @@ def auto_provider() -> str:
         from agentgym.sandbox.docker_provider import docker_client
         from agentgym.sandbox.image import has_image
 
-        if has_image(docker_client(timeout=10)):
-            return "docker"
+        client = docker_client(timeout=10)
+        try:
+            if has_image(client):
+                return "docker"
+        finally:
+            client.close()
     except Exception:  # no SDK, no engine: the local provider is the fallback
         pass
     return "local"
