@@ -47,3 +47,19 @@ def test_two_minute_demo(capsys):
     assert all(math.isfinite(h["pg_loss"]) for h in history if "pg_loss" in h)
     out = capsys.readouterr().out
     assert "after GRPO" in out and "Rollout throughput" in out
+
+
+def test_real_model_settings_take_the_measured_recipes_and_explicit_flags_win():
+    from experiments import train_real
+
+    def settings(*argv: str):
+        return train_real.defaults(train_real.parse(list(argv)))
+
+    household = settings("--env", "Household-v0", "--quick")
+    assert (household.sft_steps, household.sft_batch, household.sft_lr) == (200, 8, 1e-3)
+    assert (household.max_turns, household.eval_tasks, household.rl_steps) == (16, 43, 4)
+    assert settings("--env", "Household-v0").max_turns == 16  # the full run keeps the recipe
+    mine = settings("--env", "Household-v0", "--quick", "--max-turns", "10", "--sft-lr", "3e-4")
+    assert (mine.max_turns, mine.sft_lr, mine.sft_steps) == (10, 3e-4, 200)
+    kbqa = settings("--quick")
+    assert (kbqa.sft_steps, kbqa.sft_batch, kbqa.micro_batch, kbqa.max_turns) == (60, 8, 2, 5)
