@@ -299,10 +299,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--sft-steps", type=int, default=None)
     p.add_argument("--rl-steps", type=int, default=None)
-    p.add_argument("--sft-lr", type=float, default=None, help="3e-4; KBQA --quick 1e-3")
+    p.add_argument(
+        "--sft-lr", type=float, default=None, help="3e-4; KBQA --quick and Household 1e-3"
+    )
     p.add_argument("--rl-lr", type=float, default=None, help="2e-5; KBQA --quick 1e-4")
-    p.add_argument("--sft-batch", type=int, default=None, help="4; KBQA --quick 8")
-    p.add_argument("--micro-batch", type=int, default=None, help="4; KBQA --quick 2")
+    p.add_argument("--sft-batch", type=int, default=None, help="4; KBQA --quick and Household 8")
+    p.add_argument("--micro-batch", type=int, default=None, help="4; KBQA --quick and Household 2")
     p.add_argument("--tasks-per-step", type=int, default=None)
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--max-turns", type=int, default=None)
