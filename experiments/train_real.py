@@ -46,12 +46,12 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
     quick = {
         "seeds": 1, "sft_steps": 16, "rl_steps": 3, "eval_compositional": 12, "eval_iid": 6,
         "eval_tasks": 16, "train_tasks": 40, "tasks_per_step": 3, "group_size": 4,
-        "max_context": 768,
+        "max_context": 768, "max_turns": 5,
     }  # fmt: skip
     full = {
         "seeds": 3, "sft_steps": 60, "rl_steps": 12, "eval_compositional": 40, "eval_iid": 20,
         "eval_tasks": 40, "train_tasks": 120, "tasks_per_step": 6, "group_size": 5,
-        "max_context": 1024,
+        "max_context": 1024, "max_turns": 5,
     }  # fmt: skip
     if kbqa and args.quick:
         # Measured here (docs/results.md): the SFT model learns which relation a question starts
@@ -72,8 +72,6 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
     for key, value in (common | (quick if args.quick else full)).items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
-    if args.max_turns is None:  # Household's comes with its recipe
-        args.max_turns = 5
     if args.max_new_tokens is None:
         args.max_new_tokens = 40 if kbqa else 16
     return args

@@ -32,7 +32,8 @@ class FrozenPrefix:
         self.decoder, self.split, self.max_bytes = decoder, split, max_bytes
         self.cache: dict[bytes, torch.Tensor] = {}
         self.bytes = 0
-        self.checked = False
+        self.exact: bool | None = None
+        """Whether the cut decoder reproduces the full one (None: not checked yet)."""
 
     @classmethod
     def of(cls, model: Any, max_bytes: int) -> FrozenPrefix | None:
@@ -59,26 +60,22 @@ class FrozenPrefix:
     def __call__(self, mb: Batch) -> torch.Tensor | None:
         """The decoder's last hidden states of ``mb`` (differentiable through the top layers),
         or None once the exactness check has failed."""
-        if not self.checked:
-            self.checked = True
-            if not self._exact(mb):
+        if self.exact is None:
+            self.exact = self._check(mb)
+            if not self.exact:
                 warnings.warn(
                     "frozen-layer cache off: this decoder's top layers do not reproduce its full "
                     "forward from cached states (sft.frozen_cache_gb)",
                     stacklevel=2,
                 )
-                self.max_bytes = -1
-        if self.max_bytes < 0:
+        if not self.exact:
             return None
         lengths = mb.attention_mask.sum(1).tolist()
         rows = [self._row(mb.input_ids[r, :n]) for r, n in enumerate(lengths)]
         states = rows[0].new_zeros(*mb.input_ids.shape, rows[0].shape[-1])
         for r, (n, row) in enumerate(zip(lengths, rows, strict=True)):
             states[r, :n] = row
-        with self._layers(slice(self.split, None)):
-            return self.decoder(
-                inputs_embeds=states, attention_mask=mb.attention_mask, use_cache=False
-            ).last_hidden_state
+        return self._top(states, mb.attention_mask)
 
     # ------------------------------------------------------------------ internals
     def _row(self, ids: torch.Tensor) -> torch.Tensor:
@@ -107,6 +104,13 @@ class FrozenPrefix:
             hook.remove()
         return seen[-1]
 
+    def _top(self, states: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """The layers from ``split`` up (and the final norm) on states entering layer ``split``."""
+        with self._layers(slice(self.split, None)):
+            return self.decoder(
+                inputs_embeds=states, attention_mask=attention_mask, use_cache=False
+            ).last_hidden_state
+
     @contextmanager
     def _layers(self, part: slice) -> Iterator[None]:
         full = self.decoder.layers
@@ -117,11 +121,9 @@ class FrozenPrefix:
             self.decoder.layers = full
 
     @torch.no_grad()
-    def _exact(self, mb: Batch) -> bool:
+    def _check(self, mb: Batch) -> bool:
         """Whether the cut decoder reproduces the full one on a short piece of ``mb``'s first row."""
         ids = mb.input_ids[:1, : min(32, int(mb.attention_mask[0].sum()))]
         full = self.decoder(input_ids=ids, use_cache=False).last_hidden_state
-        states = self._bottom(ids)
-        with self._layers(slice(self.split, None)):
-            cut = self.decoder(inputs_embeds=states, use_cache=False).last_hidden_state
+        cut = self._top(self._bottom(ids), None)
         return bool(torch.allclose(full, cut, atol=1e-4, rtol=1e-4))
