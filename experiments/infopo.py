@@ -6,6 +6,7 @@ that checkpoint with the same seed; training success, ACR and held-out success a
 few steps. The method: docs/methods.md.
 
     python -m experiments.infopo --seeds 0 1 2
+    python -m experiments.infopo --model smollm2 ...   # LoRA on a pretrained model
 """
 
 from __future__ import annotations
@@ -78,20 +79,39 @@ def _arm_overrides(args: argparse.Namespace, arm: str) -> dict[str, Any]:
     return over
 
 
+def _real_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """A pretrained model (``--model``): LoRA on its top layers, as the real-model train demo
+    does, short contexts and small micro-batches for a CPU."""
+    from experiments.train_real import lora_settings
+
+    return {
+        "model.lora": lora_settings(args),
+        "rollout.max_context_tokens": args.max_context,
+        "sft.batch_size": args.sft_batch,
+        "sft.context_weight": 0.0,
+        "optim.micro_batch_size": args.micro_batch,
+    }
+
+
 def infopo_seed(
     demo: Any, args: argparse.Namespace, seed: int, root: Path, suites: dict[str, Path]
 ) -> dict[str, Any]:
     """One seed: the demo's tiny model, brief SFT, then GRPO and InfoPO from that checkpoint
     with the same seed (so their first rollout batch is the same episodes)."""
-    model = demo.demo_model(
-        root / f"model-{seed}", suites, args.hidden, args.layers, seed, args.env
-    )
+    if args.model:
+        model, real = args.model, _real_overrides(args)
+    else:
+        model = demo.demo_model(
+            root / f"model-{seed}", suites, args.hidden, args.layers, seed, args.env
+        )
+        real = {}
     sft_out = root / f"sft-{seed}"
     sft = _infopo_trainer(
         demo.config(
-            model, suites, sft_out, args, seed=seed, steps=args.sft_steps, **{"algo.name": "sft"}
+            model, suites, sft_out, args, seed=seed, steps=args.sft_steps,
+            **{"algo.name": "sft", **real},
         )
-    )
+    )  # fmt: skip
     sft.run()
     sft.close()
     out: dict[str, Any] = {"seed": seed}
@@ -103,6 +123,7 @@ def infopo_seed(
             args,
             seed=seed,
             **_arm_overrides(args, arm),
+            **real,
         )
         trainer = _infopo_trainer(cfg)
         if "start" not in out:  # both arms start from the same weights: evaluate them once
@@ -185,10 +206,16 @@ def _per_seed(args: argparse.Namespace, results: list[dict[str, Any]]) -> list[l
 
 
 def _infopo_settings(args: argparse.Namespace) -> str:
+    model = (
+        f"{args.model} with LoRA r={args.lora_r} on its top {args.lora_layers} layers, contexts "
+        f"of at most {args.max_context} tokens"
+        if args.model
+        else f"tiny Llama (hidden {args.hidden}, {args.layers} layers, tokenizer fitted to the "
+        "tasks) built per seed"
+    )
     return (
         f"the trainer demo's narrowed Clarify product tasks (2 candidates, {args.max_turns} turns) "
-        f"and tiny Llama (hidden {args.hidden}, {args.layers} layers, tokenizer fitted to the "
-        f"tasks) built per seed; SFT on expert episodes for {args.sft_steps} steps (lr "
+        f"and {model}; SFT on expert episodes for {args.sft_steps} steps (lr "
         f"{args.sft_lr}, context weight 1.0); then from that checkpoint GRPO and GRPO with InfoPO "
         f"credit (beta {args.beta}, tau {args.tau}) for {args.rl_steps} steps each, lr "
         f"{args.rl_lr}, clip-high {args.clip_high}, {args.tasks_per_step} tasks x group "
@@ -280,7 +307,7 @@ def write_infopo_results(
     side)."""
     argv = recorded(args.argv, drop=("--json",))  # a local dump, not part of the experiment
     command = "python -m experiments.infopo " + " ".join(argv)
-    marker = f"### After {args.sft_steps} SFT steps"
+    marker = f"### After {args.sft_steps} SFT steps" + (f", {args.model}" if args.model else "")
     sub = "\n".join(
         [
             marker,
@@ -351,6 +378,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument(
+        "--model", default=None, help="a named model (smollm2) or checkpoint instead of tiny"
+    )
+    p.add_argument("--lora-r", type=int, default=16, help="with --model")
+    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
+    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
+    p.add_argument("--max-context", type=int, default=768, help="with --model")
+    p.add_argument("--sft-batch", type=int, default=8, help="with --model")
+    p.add_argument("--micro-batch", type=int, default=2, help="with --model")
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--eval-tasks", type=int, default=40)

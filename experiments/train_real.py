@@ -77,28 +77,23 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def lora_settings(args: Any) -> dict[str, Any]:
+    """LoRA r=``args.lora_r`` on every projection of the top ``args.lora_layers`` decoder layers
+    (of ``args.model_layers``); the layers below stay frozen, so SFT caches their states."""
+    return {
+        "r": args.lora_r,
+        "alpha": 2 * args.lora_r,
+        "layers": list(range(args.model_layers - args.lora_layers, args.model_layers)),
+        "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                           "down_proj"],
+    }  # fmt: skip
+
+
 def trainer_config(model: str, suites: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
     """The config of every stage (``over``: dotted overrides): LoRA on SmolLM2's top layers."""
     kbqa = args.env == "KBQA-v0"
-    layers = list(range(args.model_layers - args.lora_layers, args.model_layers))
     data: dict[str, Any] = {
-        "model": {
-            "path": model,
-            "lora": {
-                "r": args.lora_r,
-                "alpha": 2 * args.lora_r,
-                "layers": layers,
-                "target_modules": [
-                    "q_proj",
-                    "k_proj",
-                    "v_proj",
-                    "o_proj",
-                    "gate_proj",
-                    "up_proj",
-                    "down_proj",
-                ],
-            },
-        },  # fmt: skip
+        "model": {"path": model, "lora": lora_settings(args)},
         "env": {
             "id": args.env,
             "suite": str(suites["train"]),

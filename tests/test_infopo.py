@@ -197,3 +197,22 @@ def test_trainer_runs_infopo_on_clarify(tiny_model, tmp_path):
     assert metrics["infopo_turns"] == 3  # three two-turn episodes: one scored turn each
     assert metrics["acr"] == 1.0 and metrics["infopo_gate"] == 0.5  # all failed, tied
     assert metrics["grad_norm"] > 0  # GRPO alone would have no gradient here
+
+
+def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
+    """``experiments.infopo --model PATH``: both arms train LoRA adapters on the given checkpoint
+    (not a tiny model of its own), and the results subsection names it."""
+    from experiments import infopo
+
+    results_md = tmp_path / "results.md"
+    argv = [
+        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
+        "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--eval-every", "1",
+        "--tasks-per-step", "1", "--group-size", "2", "--max-turns", "2", "--eval-tasks", "2",
+        "--eval-samples", "1", "--sft-batch", "2", "--results", str(results_md),
+    ]  # fmt: skip
+    (result,) = infopo.main(argv)
+    assert {"GRPO", "InfoPO", "start"} <= set(result)
+    text = results_md.read_text()
+    assert f"### After 1 SFT steps, {tiny_model}" in text
+    assert "with LoRA r=4 on its top 1 layers" in text
