@@ -259,21 +259,28 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
         )
     demo, console = train_demo, Console()
     args.env = "Clarify-v0"  # the demo's config reads it
-    started = time.perf_counter()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = Path(args.out or tmp)
+        root.mkdir(parents=True, exist_ok=True)
         suites = demo.demo_tasks(root, 2, args.max_turns)
         for seed in args.seeds:
+            saved = root / f"seed-{seed}.json"
+            if saved.is_file():  # --out: a finished seed is kept, not re-run
+                results.append(json.loads(saved.read_text(encoding="utf-8")))
+                continue
+            started = time.perf_counter()
             r = infopo_seed(demo, args, seed, root, suites)
+            r["wall_s"] = time.perf_counter() - started
+            saved.write_text(json.dumps(r), encoding="utf-8")
             results.append(r)
             ends = [f"{arm} {r[arm][-1].get('eval_success', 0):.1%}" for arm in INFOPO_ARMS]
             console.print(
-                f"seed {seed} done ({time.perf_counter() - started:.0f} s): first batch ACR "
+                f"seed {seed} done ({r['wall_s']:.0f} s): first batch ACR "
                 f"{r['GRPO'][0]['acr']:.0%}; held-out after SFT "
                 f"{r['start']['eval_success']:.1%}, at the end {', '.join(ends)}"
             )
-    args.elapsed_s = time.perf_counter() - started
+    args.elapsed_s = sum(r["wall_s"] for r in results)
     print_table(
         console,
         "InfoPO vs GRPO on Clarify: success over steps",
@@ -305,7 +312,7 @@ def write_infopo_results(
     """The InfoPO section of docs/results.md: a shared head, then one subsection per SFT length
     (a rerun replaces its own subsection, so runs from differently trained starts sit side by
     side)."""
-    argv = recorded(args.argv, drop=("--json",))  # a local dump, not part of the experiment
+    argv = recorded(args.argv, drop=("--json", "--out"))  # a local dump, not part of the experiment
     command = "python -m experiments.infopo " + " ".join(argv)
     marker = f"### After {args.sft_steps} SFT steps" + (f", {args.model}" if args.model else "")
     sub = "\n".join(
@@ -395,6 +402,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")
     p.add_argument("--json", default=None, help="also write the per-step metrics here")
+    p.add_argument(
+        "--out", default=None, help="keep checkpoints and each finished seed here (resumable)"
+    )
     return p
 
 

@@ -201,7 +201,8 @@ def test_trainer_runs_infopo_on_clarify(tiny_model, tmp_path):
 
 def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
     """``experiments.infopo --model PATH``: both arms train LoRA adapters on the given checkpoint
-    (not a tiny model of its own), and the results subsection names it."""
+    (not a tiny model of its own), and the results subsection names it; with ``--out`` a
+    finished seed is kept and a rerun reports it without training again."""
     from experiments import infopo
 
     results_md = tmp_path / "results.md"
@@ -210,9 +211,14 @@ def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
         "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--eval-every", "1",
         "--tasks-per-step", "1", "--group-size", "2", "--max-turns", "2", "--eval-tasks", "2",
         "--eval-samples", "1", "--sft-batch", "2", "--results", str(results_md),
+        "--out", str(tmp_path / "out"),
     ]  # fmt: skip
     (result,) = infopo.main(argv)
     assert {"GRPO", "InfoPO", "start"} <= set(result)
+    assert (tmp_path / "out" / "GRPO-0" / "final" / "adapter_config.json").is_file()
+    (tmp_path / "out" / "GRPO-0" / "final" / "adapter_config.json").unlink()
+    assert infopo.main(argv) == [result]  # the finished seed, as it was
+    assert not (tmp_path / "out" / "GRPO-0" / "final" / "adapter_config.json").exists()
     text = results_md.read_text()
     assert f"### After 1 SFT steps, {tiny_model}" in text
     assert "with LoRA r=4 on its top 1 layers" in text
