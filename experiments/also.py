@@ -2,7 +2,8 @@
 
     python -m experiments.also [--seeds 3] [--episodes 20] [--switch 10] [--embedder auto]
                               [--partner switcher] [--eta 5] [--epochs 100] [--threads 1]
-                              [--all-tasks] [--extra]
+                              [--all-tasks] [--extra] [--base hf:smollm2] [--schedules fixed]
+                              [--bandits expo exp3-auer ucb1]
 
 Setup (docs/methods.md's CPU check): ``agentgym/Social-v0`` on ``social/negotiation`` tasks (both
 seats, deal-or-no-deal and craigslist; by default only *contested* ones: every item division and
@@ -55,10 +56,13 @@ from rich.console import Console
 from rich.table import Table
 
 import agentgym
+from agentgym.agent import agent_factory
 from agentgym.agents.also import STRATEGY_SETS, AlsoAgent, AlsoConfig, Embedder, make_embedder
 from agentgym.envs.social.scripted import scripted_agent, stance_for
 from agentgym.task import Task, TaskSuite
 
+FOLLOWER = "scripted:follower"
+"""The default negotiator: the strategy follower (docs/methods.md's CPU check)."""
 FIRM_TALK = {"pressure", "credibility", "argument"}
 FIRM_ARMS = sorted(
     k for k, (_, text) in enumerate(STRATEGY_SETS[13]) if stance_for(text).talk in FIRM_TALK
@@ -125,15 +129,14 @@ class Schedule:
         return self.base.act(f"Strategy: {text}\n{observation}" if text else observation, info)
 
 
-def make_agent(method: str, env, seed: int, embedder: Embedder, args) -> AlsoAgent | Schedule:
-    follower = scripted_agent("follower", env)
+def make_agent(method: str, base: Any, seed: int, embedder: Embedder, args) -> AlsoAgent | Schedule:
     if method.startswith("schedule:"):
         before, after = map(int, method.split(":")[1:])
-        return Schedule(follower, before, after, args.switch)
+        return Schedule(base, before, after, args.switch)
     selector, _, query = method.partition("@")
     options = {"eta": args.eta, "epochs": args.epochs, **dict(parse_qsl(query))}
     config = AlsoConfig.model_validate({"selector": selector, "seed": seed, **options})
-    return AlsoAgent(follower, config, embedder)
+    return AlsoAgent(base, config, embedder)
 
 
 def episode(env, agent, task: Task, seed: int) -> Episode:
@@ -163,6 +166,8 @@ def recovery(rewards: list[float], turns: list[int], switch: int) -> int | None:
 
 def run(methods: list[str], tasks: dict[int, list[Task]], embedder: Embedder, args) -> dict:
     env = agentgym.make("Social-v0", partner=partner_spec(args))
+    # An LLM negotiator is built once (its model loads once) and reset every episode.
+    shared = None if args.base == FOLLOWER else agent_factory(args.base)(env)
     results = {m: Result() for m in methods}
     for method in methods:
         res = results[method]
@@ -170,7 +175,8 @@ def run(methods: list[str], tasks: dict[int, list[Task]], embedder: Embedder, ar
         for seed, seed_tasks in tasks.items():
             for i, task in enumerate(seed_tasks):
                 ep_seed = seed * 1000 + i
-                ep = episode(env, make_agent(method, env, ep_seed, embedder, args), task, ep_seed)
+                base = shared or scripted_agent("follower", env)
+                ep = episode(env, make_agent(method, base, ep_seed, embedder, args), task, ep_seed)
                 tally(res, ep, args.switch)
         res.seconds = time.perf_counter() - start
     return results
@@ -249,33 +255,51 @@ def draw_tasks(args) -> dict[int, list[Task]]:
     }
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> dict[str, Result]:
+    args = parse_args(argv)
     torch.set_num_threads(args.threads)
     tasks = draw_tasks(args)
     embedder = make_embedder(args.embedder)
-    schedules = [f"schedule:{a}:{b}" for a, b in itertools.product(range(13), repeat=2)]
-    results = run(schedules, tasks, embedder, args)
     fixed = [f"schedule:{k}:{k}" for k in range(13)]
+    schedules = (
+        [f"schedule:{a}:{b}" for a, b in itertools.product(range(13), repeat=2)]
+        if args.schedules == "all"
+        else fixed
+    )
+    results = run(schedules, tasks, embedder, args)
     best = max(fixed, key=lambda s: np.mean(results[s].means))
-    best_schedule = max(schedules, key=lambda s: np.mean(results[s].means))
-    bandits = {**BANDITS, **(EXTRA if args.extra else {})}
+    pool = {**BANDITS, **EXTRA}
+    bandits = (
+        {k: pool[k] for k in args.bandits}
+        if args.bandits
+        else {**BANDITS, **(EXTRA if args.extra else {})}
+    )
     results |= run(list(bandits), tasks, embedder, args)
-    labels = {"schedule:0:0": "arm 0 (persona only)",
-              best: f"best fixed arm in hindsight (arm {best.split(':')[1]})",
-              best_schedule: "best schedule in hindsight (arms {}→{}, reference)".format(
-                  *best_schedule.split(":")[1:]), **bandits}  # fmt: skip
-    order = list(dict.fromkeys(["schedule:0:0", best, best_schedule, *bandits]))
+    labels = {
+        "schedule:0:0": "arm 0 (persona only)",
+        best: f"best fixed arm in hindsight (arm {best.split(':')[1]})",
+        **bandits,
+    }
+    order = ["schedule:0:0", best]
+    if args.schedules == "all":
+        best_schedule = max(schedules, key=lambda s: np.mean(results[s].means))
+        labels[best_schedule] = "best schedule in hindsight (arms {}→{}, reference)".format(
+            *best_schedule.split(":")[1:]
+        )
+        order.append(best_schedule)
+    order = list(dict.fromkeys([*order, *bandits]))
     console = Console(width=220)
     console.print(table(results, labels, order))
     report(console, results, schedules, args, embedder)
+    return results
 
 
 def report(console: Console, results: dict, schedules: list[str], args, embedder) -> None:
     """The setup line, per-seed means, every fixed arm and the spread of the schedules."""
     n_tasks = sum(len(v) for v in draw_tasks(args).values())
     console.print(
-        f"partner {partner_spec(args)}, {args.seeds} seeds x {args.episodes} episodes "
+        f"negotiator {args.base}, partner {partner_spec(args)}, "
+        f"{args.seeds} seeds x {args.episodes} episodes "
         f"({n_tasks}, {'all' if args.all_tasks else 'contested'} tasks), embedder "
         f"{type(embedder).__name__}, ALSO: eta {args.eta:g}, decay 0.9, {args.epochs} epochs, "
         f"arm text persona+strategy, level reward; firm arms {FIRM_ARMS}; per-seed mean r_t "
@@ -284,7 +308,8 @@ def report(console: Console, results: dict, schedules: list[str], args, embedder
             " | ".join(f"{v:.4f}" for v in trio)
             for trio in zip(
                 *(per_seed(results[m], args.seeds) for m in ("expo", "expo@arm_centre=true",
-                                                             "schedule:0:0")), strict=True
+                                                             "schedule:0:0") if m in results),
+                strict=True
             )
         )
     )  # fmt: skip
@@ -292,6 +317,13 @@ def report(console: Console, results: dict, schedules: list[str], args, embedder
         "fixed arms, mean r_t: "
         + ", ".join(f"{k}:{np.mean(results[f'schedule:{k}:{k}'].means):.4f}" for k in range(13))
     )
+    bandit_s = [f"{m}:{r.seconds:.0f}" for m, r in results.items() if not m.startswith("schedule:")]
+    schedule_s = sum(results[s].seconds for s in schedules)
+    console.print(
+        f"wall time, s: {', '.join(bandit_s)}; all {len(schedules)} schedules {schedule_s:.0f}"
+    )
+    if len(schedules) < 169:
+        return
     means = np.array([np.mean(results[s].means) for s in schedules])
     console.print(
         f"all 169 schedules: mean {means.mean():.4f} (a uniformly random schedule), "
@@ -305,7 +337,7 @@ def per_seed(res: Result, seeds: int) -> list[float]:
     return [float(np.mean(res.means[i * n : (i + 1) * n])) for i in range(seeds)]
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--episodes", type=int, default=20, help="episodes per seed")
@@ -321,7 +353,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (shared machine: 1)")
     parser.add_argument("--all-tasks", action="store_true", help="keep uncontested bargains")
     parser.add_argument("--extra", action="store_true", help="add the rows of EXTRA")
-    return parser.parse_args()
+    parser.add_argument(
+        "--base", default=FOLLOWER, help="the negotiator ALSO steers: any agent spec (hf:smollm2)"
+    )
+    parser.add_argument(
+        "--schedules", default="all", choices=["all", "fixed"],
+        help="fixed: only the 13 fixed arms, not all 169 (arm before, arm after the switch) pairs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bandits", nargs="+", default=None, choices=[*BANDITS, *EXTRA],
+        help="only these bandit rows (default: every row of BANDITS, and EXTRA with --extra)",
+    )  # fmt: skip
+    return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
