@@ -215,9 +215,9 @@ def _infopo_settings(args: argparse.Namespace) -> str:
     )
     return (
         f"the trainer demo's narrowed Clarify product tasks (2 candidates, {args.max_turns} turns) "
-        f"and {model}; SFT on expert episodes for {args.sft_steps} steps (lr "
-        f"{args.sft_lr}, context weight {0.0 if args.model else 1.0}); then from that checkpoint GRPO and GRPO with InfoPO "
-        f"credit (beta {args.beta}, tau {args.tau}) for {args.rl_steps} steps each, lr "
+        f"and {model}; SFT on expert episodes for {args.sft_steps} steps (lr {args.sft_lr}, "
+        f"context weight {0.0 if args.model else 1.0}); then from that checkpoint GRPO and GRPO "
+        f"with InfoPO credit (beta {args.beta}, tau {args.tau}) for {args.rl_steps} steps each, lr "
         f"{args.rl_lr}, clip-high {args.clip_high}, {args.tasks_per_step} tasks x group "
         f"{args.group_size} per step, 12 new tokens per action, sampling at T=1; held-out success "
         f"on the first {args.eval_tasks} test tasks x {args.eval_samples} samples at T=1 every "
