@@ -24,7 +24,13 @@ from rich.console import Console
 
 from agentgym.metrics import wilson_interval
 from experiments import train_demo
-from experiments.results import markdown_table, print_table, recorded, replace_section
+from experiments.results import (
+    markdown_table,
+    print_table,
+    recorded,
+    replace_section,
+    t_interval,
+)
 
 INFOPO_MARKER = "## InfoPO vs GRPO (Clarify)"
 INFOPO_ARMS = ("GRPO", "InfoPO")
@@ -187,8 +193,14 @@ INFOPO_COLUMNS = (
 )
 
 
+def _gain(r: dict[str, Any], arm: str, step: int) -> float:
+    """One seed's held-out success at ``step`` minus after SFT (the same held-out tasks)."""
+    return _at(r[arm], step)["eval_success"] - r["start"]["eval_success"]
+
+
 def _per_seed(args: argparse.Namespace, results: list[dict[str, Any]]) -> list[list[str]]:
-    """Per seed: the first batch (identical for both arms) and each arm's final held-out."""
+    """Per seed: the first batch (identical for both arms), each arm's final held-out and its
+    gain over SFT."""
     rows = []
     for r in results:
         first = r["GRPO"][0]
@@ -200,9 +212,25 @@ def _per_seed(args: argparse.Namespace, results: list[dict[str, Any]]) -> list[l
                 f"{first['acr']:.1%}",
                 f"{r['start']['eval_success']:.1%}",
                 *(f"{v:.1%}" for v in finals),
+                *(f"{_gain(r, arm, args.rl_steps):+.1%}" for arm in INFOPO_ARMS),
             ]
         )
     return rows
+
+
+def _gains(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
+    """Each arm's gain over SFT and InfoPO minus GRPO, per seed paired, with a t-interval over
+    the seeds (the harness keeps rates per seed, not per task)."""
+    end = args.rl_steps
+    pairs = {arm: [_gain(r, arm, end) for r in results] for arm in INFOPO_ARMS}
+    pairs["InfoPO minus GRPO"] = [
+        i - g for i, g in zip(pairs["InfoPO"], pairs["GRPO"], strict=True)
+    ]
+    parts = []
+    for name, values in pairs.items():
+        m, lo, hi = t_interval(values)
+        parts.append(f"{name} {m:+.1%} [{lo:+.1%}, {hi:+.1%}]")
+    return "; ".join(parts)
 
 
 def _infopo_settings(args: argparse.Namespace) -> str:
@@ -237,7 +265,9 @@ def _infopo_finding(args: argparse.Namespace, results: list[dict[str, Any]]) -> 
         f"{_wilson(gw, gn)}, InfoPO {_wilson(iw, i_n)}; difference "
         f"{(iw / i_n if i_n else 0) - (gw / gn if gn else 0):+.1%}. Mean gradient norm on "
         f"steps where every group tied: {_tied_grad(results)}; InfoPO's mean information gain "
-        f"per scored turn {_block(results, 'InfoPO', 1, args.rl_steps, 'infopo_ig'):.4f} nats."
+        f"per scored turn {_block(results, 'InfoPO', 1, args.rl_steps, 'infopo_ig'):.4f} nats. "
+        f"Held-out gain at the end, paired per seed, mean [95% t-interval over seeds]: "
+        f"{_gains(args, results)}."
     )
 
 
@@ -303,6 +333,8 @@ INFOPO_SEED_COLUMNS = (
     "held-out after SFT",
     "GRPO held-out (end)",
     "InfoPO held-out (end)",
+    "GRPO - after SFT",
+    "InfoPO - after SFT",
 )
 
 

@@ -19,6 +19,18 @@ def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
+def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean with a Student-t 95% interval, for a handful of seeds (a
+    normal interval is too narrow there: 1.96 against 4.30 at three)."""
+    from scipy import stats
+
+    m = statistics.fmean(values)
+    if len(values) < 2:
+        return m, m, m
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return m, m - half, m + half
+
+
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A GitHub markdown table, one line per row."""
     return [

@@ -60,6 +60,15 @@ def test_recorded_command_drops_output_paths():
     assert recorded(argv) == ["--seeds", "0", "--rl-steps", "3", "--seeds", "1"]
 
 
+def test_seed_interval_is_student_t():
+    """Three seeds' gains +5, +10, +7.5: t(2) = 4.303 gives [+1.3, +13.7]; 1.96 would not."""
+    from experiments.results import t_interval
+
+    m, lo, hi = t_interval([5.0, 10.0, 7.5])
+    assert m == 7.5 and round(lo, 2) == 1.29 and round(hi, 2) == 13.71
+    assert t_interval([0.4]) == (0.4, 0.4, 0.4)
+
+
 def test_the_three_arms_configs_differ_only_in_the_policy():
     from agentgym.train.config import load_config
 
