@@ -58,7 +58,7 @@ from rich.table import Table
 import agentgym
 from agentgym.agent import agent_factory
 from agentgym.agents.also import STRATEGY_SETS, AlsoAgent, AlsoConfig, Embedder, make_embedder
-from agentgym.envs.social.scripted import scripted_agent, stance_for
+from agentgym.envs.social.scripted import stance_for
 from agentgym.task import Task, TaskSuite
 
 FOLLOWER = "scripted:follower"
@@ -166,8 +166,8 @@ def recovery(rewards: list[float], turns: list[int], switch: int) -> int | None:
 
 def run(methods: list[str], tasks: dict[int, list[Task]], embedder: Embedder, args) -> dict:
     env = agentgym.make("Social-v0", partner=partner_spec(args))
-    # An LLM negotiator is built once (its model loads once) and reset every episode.
-    shared = None if args.base == FOLLOWER else agent_factory(args.base)(env)
+    # One negotiator for every episode (a model loads once); its reset starts each episode.
+    base = agent_factory(args.base)(env)
     results = {m: Result() for m in methods}
     for method in methods:
         res = results[method]
@@ -175,7 +175,6 @@ def run(methods: list[str], tasks: dict[int, list[Task]], embedder: Embedder, ar
         for seed, seed_tasks in tasks.items():
             for i, task in enumerate(seed_tasks):
                 ep_seed = seed * 1000 + i
-                base = shared or scripted_agent("follower", env)
                 ep = episode(env, make_agent(method, base, ep_seed, embedder, args), task, ep_seed)
                 tally(res, ep, args.switch)
         res.seconds = time.perf_counter() - start
