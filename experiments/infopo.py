@@ -31,6 +31,7 @@ from experiments.results import (
     replace_section,
     t_interval,
 )
+from experiments.train_real import cpu_overrides
 
 INFOPO_MARKER = "## InfoPO vs GRPO (Clarify)"
 INFOPO_ARMS = ("GRPO", "InfoPO")
@@ -85,27 +86,13 @@ def _arm_overrides(args: argparse.Namespace, arm: str) -> dict[str, Any]:
     return over
 
 
-def _real_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """A pretrained model (``--model``): LoRA on its top layers, as the real-model train demo
-    does, short contexts and small micro-batches for a CPU."""
-    from experiments.train_real import lora_settings
-
-    return {
-        "model.lora": lora_settings(args),
-        "rollout.max_context_tokens": args.max_context,
-        "sft.batch_size": args.sft_batch,
-        "sft.context_weight": 0.0,
-        "optim.micro_batch_size": args.micro_batch,
-    }
-
-
 def infopo_seed(
     demo: Any, args: argparse.Namespace, seed: int, root: Path, suites: dict[str, Path]
 ) -> dict[str, Any]:
     """One seed: the demo's tiny model, brief SFT, then GRPO and InfoPO from that checkpoint
     with the same seed (so their first rollout batch is the same episodes)."""
     if args.model:
-        model, real = args.model, _real_overrides(args)
+        model, real = args.model, cpu_overrides(args)
     else:
         model = demo.demo_model(
             root / f"model-{seed}", suites, args.hidden, args.layers, seed, args.env

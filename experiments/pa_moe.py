@@ -37,8 +37,16 @@ from agentgym.rollout import rollout
 from agentgym.task import Task, TaskSuite, write_tasks
 from experiments import train_demo
 from experiments.results import markdown_table, recorded, run_experiment
+from experiments.train_real import cpu_overrides
 
 MARKER = "## PA-MoE vs a single policy and an observation-only router (Household)"
+
+
+def marker(args: argparse.Namespace) -> str:
+    """The section's heading: the tiny model's, or its own per pretrained ``--model``."""
+    return f"{MARKER[:-1]}, {args.model})" if args.model else MARKER
+
+
 ARMS = ("single", "pa_moe", "obs_only")
 LABELS = {
     "sft": "after SFT (no RL)",
@@ -152,18 +160,22 @@ def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: An
 
 
 def arm_overrides(args: argparse.Namespace, arm: str) -> dict[str, Any]:
-    """The single LoRA adapter, or K PA-MoE experts of the same rank (goal-aware or not)."""
-    lora = {"r": args.lora_r, "alpha": 2 * args.lora_r, "dropout": 0.0}
+    """The single LoRA adapter, or K PA-MoE experts of the same rank on the same modules and
+    layers (goal-aware or not). With ``--model`` (:func:`train_real.cpu_overrides`) that is
+    every projection of the top layers, as the real-model train demo adapts."""
+    real = cpu_overrides(args) if args.model else {}
+    lora = real.pop("model.lora", {"r": args.lora_r, "alpha": 2 * args.lora_r})
     if arm == "single":
-        return {"model.lora": lora}
+        return {**real, "model.lora": {**lora, "dropout": 0.0}}
     options = {
         "num_experts": args.experts,
         "lora_r": args.lora_r,
         "lora_dropout": 0.0,
         "switch_penalty": args.switch_penalty,
         "goal_aware": arm == "pa_moe",
+        **({"target_modules": lora["target_modules"], "layers": lora["layers"]} if real else {}),
     }
-    return {"model.policy": "pa_moe", "model.policy_options": options}
+    return {**real, "model.policy": "pa_moe", "model.policy_options": options}
 
 
 def boundary(ep: Episode) -> int | None:
@@ -198,26 +210,32 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
     import agentgym.agents.pa_moe.train  # noqa: F401  (registers model.policy: pa_moe)
     from agentgym.train.trainer import Trainer
 
-    demo = train_demo
     tasks = list(TaskSuite.load(paths["test"]))
-    model = demo.demo_model(
-        root / f"model-{seed}", {"put": paths["put"]}, args.hidden, args.layers, seed,
-        "Household-v0", extra_texts=args.texts,
-    )  # fmt: skip
+    if args.model:  # LoRA SFT on the pretrained model, merged so every arm starts from it
+        model, real = args.model, cpu_overrides(args)
+    else:
+        model = train_demo.demo_model(
+            root / f"model-{seed}", {"put": paths["put"]}, args.hidden, args.layers, seed,
+            "Household-v0", extra_texts=args.texts,
+        )  # fmt: skip
+        real = {}
     started = time.perf_counter()
     sft = Trainer(
         config(model, paths, root / f"sft-{seed}", args, seed=seed, steps=args.sft_steps,
-               **{"algo.name": "sft", "sft.data": str(args.data), "optim.lr": args.sft_lr})
+               **{"algo.name": "sft", "sft.data": str(args.data), "optim.lr": args.sft_lr,
+                  **real})
     )  # fmt: skip
     sft.run()
     out: dict[str, Any] = {"seed": seed, "sft": evaluate(sft, tasks), "time": {}}
+    final = root / f"sft-{seed}" / "final"
+    start = sft.merged(root / f"sft-{seed}" / "merged") if args.model else final
     sft.close()
     out["time"]["sft"] = time.perf_counter() - started
     print(f"seed {seed} sft: {summary_line(out['sft'])} ({out['time']['sft']:.0f}s)", flush=True)
     for arm in ARMS:
         started = time.perf_counter()
         rl = Trainer(
-            config(root / f"sft-{seed}" / "final", paths, root / f"{arm}-{seed}", args,
+            config(start, paths, root / f"{arm}-{seed}", args,
                    seed=seed, steps=args.rl_steps, **arm_overrides(args, arm))
         )  # fmt: skip
         rl.run()
@@ -303,15 +321,32 @@ def settings(args: argparse.Namespace, n: dict[str, int]) -> str:
         f"training mix {n['train_put']} put + {n['train_clean']} clean tasks "
         f"({args.complex_share:.0%} two-phase), held out by floorplan {n['test_clean']} clean + "
         f"{n['test_put']} put tasks x {args.eval_samples} samples at T={args.eval_temperature}; "
-        f"tiny Llama (hidden {args.hidden}, {args.layers} layers) per seed, {args.sft_steps} SFT "
-        f"steps (lr {args.sft_lr}, observation LM weight {args.context_weight}) on the phased "
+        f"{model_words(args)}, {args.sft_steps} SFT "
+        f"steps (lr {args.sft_lr}, observation LM weight {context_weight(args)}) on the phased "
         f"searcher's training episodes, then "
         f"{args.rl_steps} GRPO steps ({args.tasks_per_step} tasks x group {args.group_size}, "
         f"lr {args.rl_lr}, clip 0.2/0.28) per arm from that checkpoint with the same rollout "
-        f"seeds; LoRA rank {args.lora_r} (alpha 2r, no dropout) for the single adapter and each "
-        f"of K={args.experts} experts; router: switch penalty {args.switch_penalty}, Gumbel "
+        f"seeds; LoRA rank {args.lora_r} (alpha 2r, no dropout){adapted(args)} for the single "
+        f"adapter and each of K={args.experts} experts; router: switch penalty {args.switch_penalty}, Gumbel "
         f"temperature 1 -> 0.1 (x0.99 per step), load balance 0.01, greedy routing at evaluation"
     )
+
+
+def model_words(args: argparse.Namespace) -> str:
+    if not args.model:
+        return f"tiny Llama (hidden {args.hidden}, {args.layers} layers) per seed"
+    return (
+        f"{args.model} (LoRA SFT on its top {args.lora_layers} layers, merged before RL; "
+        f"{args.sft_batch} rows per SFT step, contexts of at most {args.max_context} tokens)"
+    )
+
+
+def context_weight(args: argparse.Namespace) -> float:
+    return cpu_overrides(args)["sft.context_weight"] if args.model else args.context_weight
+
+
+def adapted(args: argparse.Namespace) -> str:
+    return f" on every projection of the top {args.lora_layers} layers" if args.model else ""
 
 
 def training_success(results: list[dict]) -> str:
@@ -387,7 +422,7 @@ def section(args: argparse.Namespace, results: list[dict]) -> str:
     minutes = sum(sum(r["time"].values()) for r in results) / 60
     return "\n".join(
         [
-            MARKER,
+            marker(args),
             "",
             f"Command: `python -m experiments.pa_moe {' '.join(recorded(args.argv))}`".rstrip()
             + " "
@@ -434,13 +469,14 @@ def run(args: argparse.Namespace) -> list[dict]:
         if args.from_json:  # report a finished run again (same flags) without training
             return [r for f in args.from_json for r in json.loads(Path(f).read_text("utf-8"))]
         args.data, texts = sft_data(root, paths)
-        held_out = searcher_episodes(list(TaskSuite.load(paths["test"])))
-        args.texts = [*texts, *(text for ep in held_out for text in episode_texts(ep))]
+        if not args.model:  # the tiny model's tokenizer is fitted to both splits' texts
+            held_out = searcher_episodes(list(TaskSuite.load(paths["test"])))
+            args.texts = [*texts, *(text for ep in held_out for text in episode_texts(ep))]
         for seed in args.seeds:
             results.append(run_seed(seed, args, root, paths))
             if args.json:  # after every seed: a run cut short keeps what it measured
                 Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
-    del args.texts
+    vars(args).pop("texts", None)
     return results
 
 
@@ -462,6 +498,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--complex-share", type=float, default=0.25)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--model", default=None, help="a pretrained checkpoint (smollm2) instead")
+    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
+    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
+    p.add_argument("--max-context", type=int, default=1024, help="with --model")
+    p.add_argument("--sft-batch", type=int, default=8, help="with --model")
+    p.add_argument("--micro-batch", type=int, default=2, help="with --model")
     p.add_argument("--sft-steps", type=int, default=300)
     p.add_argument("--sft-lr", type=float, default=5e-3)
     p.add_argument(
@@ -496,7 +538,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    return run_experiment(parser(), run, MARKER, section, argv)
+    return run_experiment(parser(), run, marker, section, argv)
 
 
 if __name__ == "__main__":

@@ -87,15 +87,16 @@ def recorded(
 def run_experiment(
     parser: Any,
     run: Callable[[Any], list[dict]],
-    marker: str,
+    marker: str | Callable[[Any], str],
     section: Callable[[Any, list[dict]], str],
     argv: list[str] | None = None,
 ) -> list[dict]:
     """Parse ``argv`` (default: the command line), run, and put the experiment's section (headed
-    ``marker``) into ``--results`` unless that is empty."""
+    ``marker``, or ``marker(args)``) into ``--results`` unless that is empty."""
     args = parser.parse_args(argv)
     args.argv = argv if argv is not None else sys.argv[1:]
     results = run(args)
     if args.results:
-        replace_section(Path(args.results), marker, section(args, results))
+        heading = marker(args) if callable(marker) else marker
+        replace_section(Path(args.results), heading, section(args, results))
     return results

@@ -89,6 +89,19 @@ def lora_settings(args: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def cpu_overrides(args: Any) -> dict[str, Any]:
+    """A method harness's dotted overrides for a pretrained model (``--model``): LoRA on its top
+    layers (:func:`lora_settings`), contexts of at most ``args.max_context`` tokens, small
+    batches for a CPU, and no LM loss on observations (the model already reads text)."""
+    return {
+        "model.lora": lora_settings(args),
+        "rollout.max_context_tokens": args.max_context,
+        "sft.batch_size": args.sft_batch,
+        "sft.context_weight": 0.0,
+        "optim.micro_batch_size": args.micro_batch,
+    }
+
+
 def trainer_config(model: str, suites: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
     """The config of every stage (``over``: dotted overrides): LoRA on SmolLM2's top layers."""
     kbqa = args.env == "KBQA-v0"

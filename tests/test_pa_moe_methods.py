@@ -95,3 +95,44 @@ def test_a_run_where_nothing_succeeds_is_reported_as_such():
     won = {**res, "pa_moe": [{**rec, "success": True}, put]}
     assert not m.nothing_learned([won])
     assert m.clean_wins([won]) == {"sft": 0, "single": 0, "pa_moe": 1, "obs_only": 0}
+
+
+def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
+    """``experiments.pa_moe --model PATH``: LoRA SFT on the given checkpoint (not a tiny model of
+    its own), merged; then the single adapter and every expert on the same top layers and
+    projections; the section has its own heading, so the tiny model's table stays."""
+    from experiments import pa_moe
+
+    results_md = tmp_path / "results.md"
+    results_md.write_text(f"{pa_moe.MARKER}\n\nthe tiny model's table\n", encoding="utf-8")
+    argv = [
+        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
+        "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--tasks-per-step", "1",
+        "--group-size", "2", "--eval-tasks", "1", "--sft-batch", "2",
+        "--max-context", "256", "--results", str(results_md),
+    ]  # fmt: skip
+    (result,) = pa_moe.main(argv)
+    assert {"sft", *pa_moe.ARMS} <= set(result)
+    assert all(len(result[arm]) == 2 for arm in ("sft", *pa_moe.ARMS))  # 1 clean + 1 put
+    args = pa_moe.parser().parse_args(argv)
+    single = pa_moe.arm_overrides(args, "single")["model.lora"]
+    experts = pa_moe.arm_overrides(args, "pa_moe")["model.policy_options"]
+    assert single["layers"] == experts["layers"] == [1]
+    assert single["target_modules"] == experts["target_modules"]
+    assert "gate_proj" in experts["target_modules"]
+    text = results_md.read_text()
+    assert "the tiny model's table" in text
+    assert f"{pa_moe.MARKER[:-1]}, {tiny_model})" in text
+    assert "LoRA SFT on its top 1 layers, merged before RL" in text
+
+
+def test_experts_adapt_only_the_layers_named(tiny_model):
+    from agentgym.agents.pa_moe import PAMoEConfig, with_experts
+    from agentgym.train.policy import load_model
+
+    cfg = PAMoEConfig(num_experts=2, lora_r=2, layers=[1], target_modules=["q_proj", "up_proj"])
+    model = with_experts(load_model(tiny_model), cfg)
+    adapted = {n.split(".lora_A")[0] for n, _ in model.named_parameters() if ".lora_A." in n}
+    assert adapted == {
+        f"base_model.model.model.layers.1.{m}" for m in ("self_attn.q_proj", "mlp.up_proj")
+    }

@@ -61,6 +61,9 @@ class PAMoEConfig(BaseModel):
     """Default ``2 * lora_r``."""
     lora_dropout: float = 0.05
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    layers: list[int] | None = None
+    """Give the experts only these decoder layers (peft's ``layers_to_transform``; None: all),
+    as a single LoRA adapter on the top layers of a pretrained model has them."""
     router_dim: int = Field(64, ge=1)
     window: int = Field(10, ge=1)
     """Steps of summaries the LSTM reads."""
@@ -339,6 +342,7 @@ def with_experts(model: Any, cfg: PAMoEConfig) -> Any:
         lora_alpha=cfg.lora_alpha or 2 * cfg.lora_r,
         lora_dropout=cfg.lora_dropout,
         target_modules=cfg.target_modules,
+        layers_to_transform=cfg.layers,
         task_type="CAUSAL_LM",
     )
     peft_model = get_peft_model(model, lora, adapter_name="expert_0")
