@@ -275,6 +275,7 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
             "(held-out success is measured at the end of every block of steps)"
         )
     demo, console = train_demo, Console()
+    settings = seed_settings(args)
     args.env = "Clarify-v0"  # the demo's config reads it
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -284,11 +285,11 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
         for seed in args.seeds:
             saved = root / f"seed-{seed}.json"
             if saved.is_file():  # --out: a finished seed is kept, not re-run
-                results.append(json.loads(saved.read_text(encoding="utf-8")))
+                results.append(finished_seed(saved, settings))
                 continue
             started = time.perf_counter()
             r = infopo_seed(demo, args, seed, root, suites)
-            r["wall_s"] = time.perf_counter() - started
+            r["wall_s"], r["settings"] = time.perf_counter() - started, settings
             saved.write_text(json.dumps(r), encoding="utf-8")
             results.append(r)
             ends = [f"{arm} {r[arm][-1].get('eval_success', 0):.1%}" for arm in INFOPO_ARMS]
@@ -311,6 +312,28 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return results
+
+
+NOT_SETTINGS = ("seeds", "out", "json", "results", "threads", "argv")
+
+
+def seed_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags a seed's result depends on (not which seeds, where to write, or threads)."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_SETTINGS}
+
+
+def finished_seed(saved: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """A seed kept under ``--out``, refused if it ran with other settings (seeds saved before
+    settings were recorded are taken as they are)."""
+    result = json.loads(saved.read_text(encoding="utf-8"))
+    ran = result.get("settings", settings)
+    if ran != settings:
+        changed = sorted(k for k in {*ran, *settings} if ran.get(k) != settings.get(k))
+        diff = ", ".join(f"{k}: {ran.get(k)!r} there, {settings.get(k)!r} now" for k in changed)
+        raise ValueError(
+            f"{saved} ran with other settings ({diff}); use a new --out or the same flags"
+        )
+    return result
 
 
 INFOPO_SEED_COLUMNS = (

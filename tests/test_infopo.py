@@ -219,6 +219,9 @@ def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
     (tmp_path / "out" / "GRPO-0" / "final" / "adapter_config.json").unlink()
     assert infopo.main(argv) == [result]  # the finished seed, as it was
     assert not (tmp_path / "out" / "GRPO-0" / "final" / "adapter_config.json").exists()
+    changed = [*argv[:-2], "--rl-lr", "0.5", "--out", argv[-1]]
+    with pytest.raises(ValueError, match=r"rl_lr: 0\.0005 there, 0\.5 now.*new --out"):
+        infopo.main(changed)  # a kept seed is not reported under other settings
     text = results_md.read_text()
     assert f"### After 1 SFT steps, {tiny_model}" in text
     assert "with LoRA r=4 on its top 1 layers" in text
