@@ -29,6 +29,7 @@ from experiments.results import (
     print_table,
     recorded,
     replace_section,
+    split_at_heading,
     t_interval,
 )
 from experiments.train_real import cpu_overrides
@@ -375,17 +376,17 @@ def write_infopo_results(
     )
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     body = INFOPO_HEAD
-    if INFOPO_MARKER in text:
-        _, _, rest = text.partition(INFOPO_MARKER)
+    if (parts := split_at_heading(text, INFOPO_MARKER)) is not None:
+        rest = parts[1]
         body = INFOPO_MARKER + (rest[: rest.find("\n## ") + 1] if "\n## " in rest else rest)
     replace_section(path, INFOPO_MARKER, _put_subsection(body, marker, sub))
 
 
 def _put_subsection(body: str, marker: str, sub: str) -> str:
     """``body`` with the subsection headed ``marker`` replaced by ``sub``, or ``sub`` appended."""
-    if marker not in body:
+    if (parts := split_at_heading(body, marker)) is None:
         return body.rstrip("\n") + "\n\n" + sub
-    before, _, rest = body.partition(marker)
+    before, rest = parts
     after = rest[rest.find("\n### ") + 1 :] if "\n### " in rest else ""
     return before + sub + ("\n" + after if after else "")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -54,12 +55,19 @@ def print_table(
     console.print(table)
 
 
+def split_at_heading(text: str, heading: str) -> tuple[str, str] | None:
+    """``text`` before the line that is exactly ``heading``, and after it; None when no line is
+    (one that only starts with it, such as the same heading naming a model, does not count)."""
+    found = re.search(rf"^{re.escape(heading)}$", text, flags=re.M)
+    return None if found is None else (text[: found.start()], text[found.end() :])
+
+
 def replace_section(path: Path, marker: str, section: str) -> None:
     """Put ``section`` (headed ``marker``) in place of that section of ``path``, or append it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if marker in text:
-        before, _, rest = text.partition(marker)
+    if (parts := split_at_heading(text, marker)) is not None:
+        before, rest = parts
         after = rest[rest.find("\n## ") :] if "\n## " in rest else ""
         text = before + section + after
     else:

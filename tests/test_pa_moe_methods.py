@@ -136,3 +136,16 @@ def test_experts_adapt_only_the_layers_named(tiny_model):
     assert adapted == {
         f"base_model.model.model.layers.1.{m}" for m in ("self_attn.q_proj", "mlp.up_proj")
     }
+
+
+def test_a_section_is_replaced_only_under_its_exact_heading(tmp_path):
+    """A heading naming a model (``... (Household, smollm2)``, ``### After 15 SFT steps,
+    smollm2``) is another section, even where the tiny model's heading is a prefix of it."""
+    from experiments.results import replace_section
+
+    path = tmp_path / "results.md"
+    path.write_text("## A, smollm2\n\nreal\n\n## A\n\ntiny\n\n## B\n\nkept\n", encoding="utf-8")
+    replace_section(path, "## A", "## A\n\ntiny again\n")
+    assert path.read_text() == "## A, smollm2\n\nreal\n\n## A\n\ntiny again\n\n## B\n\nkept\n"
+    replace_section(path, "## C", "## C\n\nnew\n")
+    assert path.read_text().endswith("## B\n\nkept\n\n## C\n\nnew\n")
