@@ -36,6 +36,7 @@ from agentgym.registry import make
 from agentgym.task import TaskSuite
 from experiments import train_demo
 from experiments.results import markdown_table, replace_section
+from experiments.train_real import lora_settings
 
 ARMS = ("IL", "IWM+IL", "SR+IL", "SR-shuffled+IL")
 SUITES = {
@@ -176,7 +177,7 @@ def _config(
     args: argparse.Namespace, model: Path, seed: int, out: Path, suites: dict[str, Path | str]
 ) -> Any:
     """The trainer config of one arm: the demo's (``train_demo.config``) or the env's suites."""
-    from agentgym.train.config import TrainConfig
+    from agentgym.train.config import TrainConfig, set_dotted
 
     over = {
         "seed": seed,
@@ -188,6 +189,11 @@ def _config(
         "optim.micro_batch_size": args.batch_size,
         "eval_temperature": args.eval_temperature,
     }
+    real = (  # a pretrained model: LoRA on its top layers, as the real-model demo adapts
+        {"model.lora": lora_settings(args), "rollout.max_context_tokens": args.max_context}
+        if args.model
+        else {}
+    )
     if args.setting == "demo":
         demo_args = argparse.Namespace(
             env=args.env,
@@ -199,27 +205,28 @@ def _config(
             sft_lr=args.lr,
             threads=args.threads,
         )
-        return train_demo.config(model, suites, out, demo_args, **over)
-    return TrainConfig.model_validate(
-        {
-            "model": {"path": str(model), "device": args.device},
-            "env": {
-                "id": args.env,
-                "suite": str(suites["train"]),
-                "eval_suite": str(suites["test"]),
-                "eval_limit": args.eval_tasks,
-                "system_prompt": False,
-            },
-            "rollout": {"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens},
-            "sft": {"batch_size": args.batch_size, "context_weight": args.context_weight},
-            "optim": {"lr": args.lr},
-            "eval_samples": args.eval_samples,
-            "eval_temperature": args.eval_temperature,
-            "seed": seed,
-            "out_dir": str(out),
-            "threads": args.threads,
-        }
-    )
+        return train_demo.config(model, suites, out, demo_args, **over, **real)
+    data: dict[str, Any] = {
+        "model": {"path": str(model), "device": args.device},
+        "env": {
+            "id": args.env,
+            "suite": str(suites["train"]),
+            "eval_suite": str(suites["test"]),
+            "eval_limit": args.eval_tasks,
+            "system_prompt": False,
+        },
+        "rollout": {"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens},
+        "sft": {"batch_size": args.batch_size, "context_weight": args.context_weight},
+        "optim": {"lr": args.lr},
+        "eval_samples": args.eval_samples,
+        "eval_temperature": args.eval_temperature,
+        "seed": seed,
+        "out_dir": str(out),
+        "threads": args.threads,
+    }
+    for key, value in real.items():
+        set_dotted(data, key, value)
+    return TrainConfig.model_validate(data)
 
 
 def _heldout_nll(trainer: Any) -> float:
@@ -366,6 +373,18 @@ def early_experience(args: argparse.Namespace) -> list[dict[str, dict[str, float
     return results
 
 
+def _pretrained(args: argparse.Namespace) -> str:
+    return (
+        f"{args.model} with LoRA r={args.lora_r} on its top {args.lora_layers} layers, "
+        f"contexts of at most {args.max_context} tokens"
+    )
+
+
+def ee_marker(args: argparse.Namespace) -> str:
+    """The section's heading: the tiny model's, or its own per pretrained ``--model``."""
+    return f"{EE_MARKER} ({args.model})" if args.model else EE_MARKER
+
+
 def _settings(args: argparse.Namespace) -> str:
     if args.setting == "demo":
         where = (
@@ -378,13 +397,15 @@ def _settings(args: argparse.Namespace) -> str:
             f"a tiny Llama (hidden {args.hidden}, {args.layers} layers) initialised per seed, "
             "its tokenizer fitted to the observations, next states and rationales"
         )
+        if args.model:
+            model = _pretrained(args)
     else:
         where = (
             f"{args.env} (train {SUITES[args.env][0]}, held out {SUITES[args.env][1]}), success "
             f"on the first {args.eval_tasks} held-out tasks x {args.eval_samples} samples at "
             f"temperature {args.eval_temperature}"
         )
-        model = args.model or f"a tiny Llama (hidden {args.hidden}) initialised per seed"
+        model = _pretrained(args) if args.model else f"a tiny Llama (hidden {args.hidden}) per seed"
     return (
         f"{where}; {args.train_tasks} expert trajectories per seed, K={args.k} alternatives "
         f"per expert state (template reflector for SR); every arm {args.steps} optimiser steps "
@@ -402,7 +423,7 @@ def write_results(
     command = "python -m experiments.early_experience " + " ".join(args.argv)
     section = "\n".join(
         [
-            EE_MARKER,
+            ee_marker(args),
             "",
             f"Settings: {_settings(args)}.",
             "",
@@ -420,7 +441,7 @@ def write_results(
             "",
         ]
     )
-    replace_section(path, EE_MARKER, section)
+    replace_section(path, ee_marker(args), section)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -452,6 +473,10 @@ def parser() -> argparse.ArgumentParser:
     ):
         p.add_argument(flag, type=kind)
     p.add_argument("--model", default=None, help="a Hugging Face checkpoint instead of tiny")
+    p.add_argument("--lora-r", type=int, default=16, help="with --model")
+    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
+    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
+    p.add_argument("--max-context", type=int, default=768, help="with --model")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")

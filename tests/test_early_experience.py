@@ -192,3 +192,28 @@ def test_iwm_then_imitation_phases_through_the_trainer(tiny_model, tmp_path):
     w = "model.embed_tokens.weight"
     sd = [m.state_dict()[w] for m in (base, after_iwm, tuned)]
     assert not sd[0].equal(sd[1]) and not sd[1].equal(sd[2])
+
+
+def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
+    """``experiments.early_experience --model PATH``: every arm trains LoRA on the checkpoint's top
+    layers (not a tiny model of its own, not every weight), under its own heading."""
+    from experiments import early_experience as exp
+
+    results_md = tmp_path / "results.md"
+    results_md.write_text(f"{exp.EE_MARKER}\n\nthe tiny model's table\n", encoding="utf-8")
+    argv = [
+        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
+        "--seeds", "0", "--train-tasks", "2", "--k", "1", "--steps", "2", "--batch-size", "2",
+        "--eval-tasks", "2", "--eval-samples", "1", "--max-new-tokens", "8",
+        "--results", str(results_md),
+    ]  # fmt: skip
+    (result,) = exp.main(argv)
+    assert set(result) == set(exp.ARMS)
+    args = exp.early_experience_args(exp.parser().parse_args(argv))
+    cfg = exp._config(args, tiny_model, 0, tmp_path / "arm", {"train": "a", "test": "b"})
+    assert cfg.model.lora is not None and cfg.model.lora.layers == [1]
+    assert cfg.rollout.max_context_tokens == 768
+    text = results_md.read_text()
+    assert "the tiny model's table" in text
+    assert f"{exp.EE_MARKER} ({tiny_model})" in text
+    assert "with LoRA r=4 on its top 1 layers" in text
