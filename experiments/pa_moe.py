@@ -227,8 +227,9 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
     )  # fmt: skip
     sft.run()
     out: dict[str, Any] = {"seed": seed, "sft": evaluate(sft, tasks), "time": {}}
-    final = root / f"sft-{seed}" / "final"
-    start = sft.merged(root / f"sft-{seed}" / "merged") if args.model else final
+    start = root / f"sft-{seed}" / ("merged" if args.model else "final")
+    if args.model:
+        sft.merged(start)
     sft.close()
     out["time"]["sft"] = time.perf_counter() - started
     print(f"seed {seed} sft: {summary_line(out['sft'])} ({out['time']['sft']:.0f}s)", flush=True)
@@ -327,8 +328,9 @@ def settings(args: argparse.Namespace, n: dict[str, int]) -> str:
         f"{args.rl_steps} GRPO steps ({args.tasks_per_step} tasks x group {args.group_size}, "
         f"lr {args.rl_lr}, clip 0.2/0.28) per arm from that checkpoint with the same rollout "
         f"seeds; LoRA rank {args.lora_r} (alpha 2r, no dropout){adapted(args)} for the single "
-        f"adapter and each of K={args.experts} experts; router: switch penalty {args.switch_penalty}, Gumbel "
-        f"temperature 1 -> 0.1 (x0.99 per step), load balance 0.01, greedy routing at evaluation"
+        f"adapter and each of K={args.experts} experts; router: switch penalty "
+        f"{args.switch_penalty}, Gumbel temperature 1 -> 0.1 (x0.99 per step), load balance "
+        "0.01, greedy routing at evaluation"
     )
 
 
