@@ -35,7 +35,7 @@ from agentgym.metrics import wilson_interval
 from agentgym.registry import make
 from agentgym.task import TaskSuite
 from experiments import train_demo
-from experiments.results import markdown_table, replace_section
+from experiments.results import markdown_table, recorded, replace_section
 from experiments.train_real import lora_settings
 
 ARMS = ("IL", "IWM+IL", "SR+IL", "SR-shuffled+IL")
@@ -420,7 +420,7 @@ def write_results(
 ) -> None:
     """The early-experience section of docs/results.md (replaced on every run)."""
     lines = markdown_table(_columns(args), _summary(args, results))
-    command = "python -m experiments.early_experience " + " ".join(args.argv)
+    command = "python -m experiments.early_experience " + " ".join(recorded(args.argv))
     section = "\n".join(
         [
             ee_marker(args),
