@@ -36,7 +36,7 @@ from agentgym.registry import make
 from agentgym.task import TaskSuite
 from experiments import train_demo
 from experiments.results import markdown_table, recorded, replace_section
-from experiments.train_real import lora_settings
+from experiments.train_real import add_pretrained_flags, lora_settings, pretrained_words
 
 ARMS = ("IL", "IWM+IL", "SR+IL", "SR-shuffled+IL")
 SUITES = {
@@ -373,13 +373,6 @@ def early_experience(args: argparse.Namespace) -> list[dict[str, dict[str, float
     return results
 
 
-def _pretrained(args: argparse.Namespace) -> str:
-    return (
-        f"{args.model} with LoRA r={args.lora_r} on its top {args.lora_layers} layers, "
-        f"contexts of at most {args.max_context} tokens"
-    )
-
-
 def ee_marker(args: argparse.Namespace) -> str:
     """The section's heading: the tiny model's, or its own per pretrained ``--model``."""
     return f"{EE_MARKER} ({args.model})" if args.model else EE_MARKER
@@ -398,14 +391,18 @@ def _settings(args: argparse.Namespace) -> str:
             "its tokenizer fitted to the observations, next states and rationales"
         )
         if args.model:
-            model = _pretrained(args)
+            model = pretrained_words(args)
     else:
         where = (
             f"{args.env} (train {SUITES[args.env][0]}, held out {SUITES[args.env][1]}), success "
             f"on the first {args.eval_tasks} held-out tasks x {args.eval_samples} samples at "
             f"temperature {args.eval_temperature}"
         )
-        model = _pretrained(args) if args.model else f"a tiny Llama (hidden {args.hidden}) per seed"
+        model = (
+            pretrained_words(args)
+            if args.model
+            else f"a tiny Llama (hidden {args.hidden}) per seed"
+        )
     return (
         f"{where}; {args.train_tasks} expert trajectories per seed, K={args.k} alternatives "
         f"per expert state (template reflector for SR); every arm {args.steps} optimiser steps "
@@ -472,11 +469,7 @@ def parser() -> argparse.ArgumentParser:
         ("--eval-temperature", float),
     ):
         p.add_argument(flag, type=kind)
-    p.add_argument("--model", default=None, help="a Hugging Face checkpoint instead of tiny")
-    p.add_argument("--lora-r", type=int, default=16, help="with --model")
-    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
-    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
-    p.add_argument("--max-context", type=int, default=768, help="with --model")
+    add_pretrained_flags(p, max_context=768, batches=False)  # its own --batch-size
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")

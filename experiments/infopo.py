@@ -32,7 +32,7 @@ from experiments.results import (
     split_at_heading,
     t_interval,
 )
-from experiments.train_real import cpu_overrides
+from experiments.train_real import add_pretrained_flags, cpu_overrides, pretrained_words
 
 INFOPO_MARKER = "## InfoPO vs GRPO (Clarify)"
 INFOPO_ARMS = ("GRPO", "InfoPO")
@@ -223,8 +223,7 @@ def _gains(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
 
 def _infopo_settings(args: argparse.Namespace) -> str:
     model = (
-        f"{args.model} with LoRA r={args.lora_r} on its top {args.lora_layers} layers, contexts "
-        f"of at most {args.max_context} tokens"
+        pretrained_words(args)
         if args.model
         else f"tiny Llama (hidden {args.hidden}, {args.layers} layers, tokenizer fitted to the "
         "tasks) built per seed"
@@ -428,15 +427,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument(
-        "--model", default=None, help="a named model (smollm2) or checkpoint instead of tiny"
-    )
-    p.add_argument("--lora-r", type=int, default=16, help="with --model")
-    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
-    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
-    p.add_argument("--max-context", type=int, default=768, help="with --model")
-    p.add_argument("--sft-batch", type=int, default=8, help="with --model")
-    p.add_argument("--micro-batch", type=int, default=2, help="with --model")
+    add_pretrained_flags(p, max_context=768)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--eval-tasks", type=int, default=40)

@@ -37,7 +37,7 @@ from agentgym.rollout import rollout
 from agentgym.task import Task, TaskSuite, write_tasks
 from experiments import train_demo
 from experiments.results import markdown_table, recorded, run_experiment
-from experiments.train_real import cpu_overrides
+from experiments.train_real import add_pretrained_flags, cpu_overrides
 
 MARKER = "## PA-MoE vs a single policy and an observation-only router (Household)"
 
@@ -500,12 +500,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--complex-share", type=float, default=0.25)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--model", default=None, help="a pretrained checkpoint (smollm2) instead")
-    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
-    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
-    p.add_argument("--max-context", type=int, default=1024, help="with --model")
-    p.add_argument("--sft-batch", type=int, default=8, help="with --model")
-    p.add_argument("--micro-batch", type=int, default=2, help="with --model")
+    add_pretrained_flags(p, max_context=1024, lora_r=None)  # its --lora-r sizes both models
     p.add_argument("--sft-steps", type=int, default=300)
     p.add_argument("--sft-lr", type=float, default=5e-3)
     p.add_argument(

@@ -102,6 +102,33 @@ def cpu_overrides(args: Any) -> dict[str, Any]:
     }
 
 
+def add_pretrained_flags(
+    p: argparse.ArgumentParser, max_context: int, lora_r: int | None = 16, batches: bool = True
+) -> None:
+    """The flags a method harness takes to run a pretrained model (``--model``) instead of its
+    tiny one: what :func:`lora_settings` and :func:`cpu_overrides` read (``lora_r`` None: the
+    harness has its own ``--lora-r``; ``batches`` False: its own batch flags)."""
+    p.add_argument(
+        "--model", default=None, help="a named model (smollm2) or checkpoint instead of tiny"
+    )
+    if lora_r is not None:
+        p.add_argument("--lora-r", type=int, default=lora_r, help="with --model")
+    p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
+    p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
+    p.add_argument("--max-context", type=int, default=max_context, help="with --model")
+    if batches:
+        p.add_argument("--sft-batch", type=int, default=8, help="with --model")
+        p.add_argument("--micro-batch", type=int, default=2, help="with --model")
+
+
+def pretrained_words(args: Any) -> str:
+    """How a method harness's results name a ``--model`` run's model."""
+    return (
+        f"{args.model} with LoRA r={args.lora_r} on its top {args.lora_layers} layers, contexts "
+        f"of at most {args.max_context} tokens"
+    )
+
+
 def trainer_config(model: str, suites: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
     """The config of every stage (``over``: dotted overrides): LoRA on SmolLM2's top layers."""
     kbqa = args.env == "KBQA-v0"
