@@ -23,7 +23,7 @@ import numpy as np
 from rich.console import Console
 
 from agentgym.metrics import wilson_interval
-from experiments import train_demo
+from experiments import final_eval, train_demo
 from experiments.results import (
     markdown_table,
     print_table,
@@ -267,6 +267,78 @@ def _tied_grad(results: list[dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
+FINAL_STAGES = ("SFT", *INFOPO_ARMS)
+FINAL_PAIRS = (("SFT", "GRPO"), ("SFT", "InfoPO"), ("GRPO", "InfoPO"))
+FINAL_COLUMNS = final_eval.gain_columns(FINAL_STAGES, FINAL_PAIRS)
+
+
+def _final_eval(
+    demo: Any,
+    args: argparse.Namespace,
+    seed: int,
+    root: Path,
+    suites: dict[str, Path],
+    result: dict[str, Any],
+    console: Console,
+) -> None:
+    """The after-SFT and both final checkpoints of ``seed`` on ``--final-tasks`` x
+    ``--final-samples`` held-out episodes (kept in ``final-SEED.json``), into ``result``."""
+    real = cpu_overrides(args) if args.model else {}
+    sizes = {"env.eval_limit": args.final_tasks, "eval_samples": args.final_samples}
+    checkpoints = {"SFT": root / f"sft-{seed}" / "final"}
+    checkpoints |= {arm: root / f"{arm}-{seed}" / "final" for arm in INFOPO_ARMS}
+    records = final_eval.evaluate_checkpoints(
+        root / f"final-{seed}.json",
+        checkpoints,
+        lambda ckpt, out: demo.config(ckpt, suites, out, args, seed=seed, **sizes, **real),
+        {"tasks": args.final_tasks, "samples": args.final_samples},
+    )
+    if records is None:
+        console.print(f"seed {seed}: its checkpoints were not kept, so no final evaluation")
+    else:
+        result["final"] = {"seed": seed, **records}
+
+
+def _finals(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r["final"] for r in results if "final" in r]
+
+
+def _final_title(args: argparse.Namespace) -> str:
+    return (
+        f"Final checkpoints on the first {args.final_tasks} test tasks x {args.final_samples} "
+        "samples at T=1, paired per task"
+    )
+
+
+def _final_rows(finals: list[dict[str, Any]]) -> list[list[str]]:
+    return final_eval.gain_rows(finals, FINAL_STAGES, FINAL_PAIRS)
+
+
+def _final_finding(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
+    """How the final evaluation was done, and whether its first episodes reproduce the
+    periodic evaluation's rates (same tasks, same sampling seeds, other batches)."""
+    checks = [
+        (final_eval.rate(r["final"][stage], args.eval_tasks, args.eval_samples), expected)
+        for r in results
+        if "final" in r
+        for stage, expected in (
+            ("SFT", r["start"]["eval_success"]),
+            *((arm, _at(r[arm], args.rl_steps)["eval_success"]) for arm in INFOPO_ARMS),
+        )
+    ]
+    same = sum(abs(a - b) < 1e-9 for a, b in checks)
+    seeds = " ".join(str(f["seed"]) for f in _finals(results))
+    return (
+        f"Seeds {seeds}: the after-SFT checkpoint and both arms' final ones, each on the first "
+        f"{args.final_tasks} test tasks x {args.final_samples} samples at T=1, with the same "
+        "sampling seed per task and sample for every checkpoint of a seed. A gain per seed is "
+        "the mean over tasks of the per-task difference in success rate, with a normal 95% "
+        "interval over tasks; the last row's is a Student-t interval over the seeds' gains. "
+        f"The first {args.eval_tasks} tasks x {args.eval_samples} samples repeat the periodic "
+        f"evaluation's episodes; their rates match it in {same} of {len(checks)} checkpoints."
+    )
+
+
 def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
     """InfoPO vs GRPO on Clarify from a briefly fine-tuned tiny model, every seed; the tables."""
     if args.eval_every < 1 or args.rl_steps % args.eval_every:
@@ -286,18 +358,20 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
             saved = root / f"seed-{seed}.json"
             if saved.is_file():  # --out: a finished seed is kept, not re-run
                 results.append(finished_seed(saved, settings))
-                continue
-            started = time.perf_counter()
-            r = infopo_seed(demo, args, seed, root, suites)
-            r["wall_s"], r["settings"] = time.perf_counter() - started, settings
-            saved.write_text(json.dumps(r), encoding="utf-8")
-            results.append(r)
-            ends = [f"{arm} {r[arm][-1].get('eval_success', 0):.1%}" for arm in INFOPO_ARMS]
-            console.print(
-                f"seed {seed} done ({r['wall_s']:.0f} s): first batch ACR "
-                f"{r['GRPO'][0]['acr']:.0%}; held-out after SFT "
-                f"{r['start']['eval_success']:.1%}, at the end {', '.join(ends)}"
-            )
+            else:
+                started = time.perf_counter()
+                r = infopo_seed(demo, args, seed, root, suites)
+                r["wall_s"], r["settings"] = time.perf_counter() - started, settings
+                saved.write_text(json.dumps(r), encoding="utf-8")
+                results.append(r)
+                ends = [f"{arm} {r[arm][-1].get('eval_success', 0):.1%}" for arm in INFOPO_ARMS]
+                console.print(
+                    f"seed {seed} done ({r['wall_s']:.0f} s): first batch ACR "
+                    f"{r['GRPO'][0]['acr']:.0%}; held-out after SFT "
+                    f"{r['start']['eval_success']:.1%}, at the end {', '.join(ends)}"
+                )
+            if args.final_tasks:
+                _final_eval(demo, args, seed, root, suites, results[-1], console)
     args.elapsed_s = sum(r["wall_s"] for r in results)
     print_table(
         console,
@@ -307,6 +381,9 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
     )
     print_table(console, "Per seed", INFOPO_SEED_COLUMNS, _per_seed(args, results))
     console.print(_infopo_finding(args, results))
+    if finals := _finals(results):
+        print_table(console, _final_title(args), FINAL_COLUMNS, _final_rows(finals))
+        console.print(_final_finding(args, results))
     if args.results:
         write_infopo_results(Path(args.results), args, results)
     if args.json:
@@ -314,7 +391,9 @@ def infopo(args: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
-NOT_SETTINGS = ("seeds", "out", "json", "results", "threads", "argv")
+NOT_SETTINGS = (
+    "seeds", "out", "json", "results", "threads", "argv", "final_tasks", "final_samples"
+)  # fmt: skip
 
 
 def seed_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -371,6 +450,7 @@ def write_infopo_results(
             "",
             _infopo_finding(args, results),
             "",
+            *_final_lines(args, results),
         ]
     )
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
@@ -379,6 +459,20 @@ def write_infopo_results(
         rest = parts[1]
         body = INFOPO_MARKER + (rest[: rest.find("\n## ") + 1] if "\n## " in rest else rest)
     replace_section(path, INFOPO_MARKER, _put_subsection(body, marker, sub))
+
+
+def _final_lines(args: argparse.Namespace, results: list[dict[str, Any]]) -> list[str]:
+    """The final evaluation's table and how it was made, if one ran."""
+    if not (finals := _finals(results)):
+        return []
+    return [
+        f"{_final_title(args)}:",
+        "",
+        *markdown_table(FINAL_COLUMNS, _final_rows(finals)),
+        "",
+        _final_finding(args, results),
+        "",
+    ]
 
 
 def _put_subsection(body: str, marker: str, sub: str) -> str:
@@ -433,6 +527,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-tasks", type=int, default=40)
     p.add_argument("--eval-samples", type=int, default=2)
     p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument(
+        "--final-tasks",
+        type=int,
+        default=0,
+        help="evaluate the after-SFT and final checkpoints again on this many test tasks "
+        "(0: not), paired per task; kept seeds too, where --out kept their checkpoints",
+    )
+    p.add_argument("--final-samples", type=int, default=4, help="samples per task there")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--results", default="docs/results.md")
     p.add_argument("--json", default=None, help="also write the per-step metrics here")

@@ -225,3 +225,61 @@ def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
     text = results_md.read_text()
     assert f"### After 1 SFT steps, {tiny_model}" in text
     assert "with LoRA r=4 on its top 1 layers" in text
+    (kept,) = infopo.main([*argv, "--final-tasks", "2"])  # GRPO's checkpoint is gone
+    assert "final" not in kept and not (tmp_path / "out" / "final-0.json").exists()
+
+
+def test_final_evaluation_pairs_checkpoints_per_task_and_resumes(tiny_model, tmp_path):
+    """The final evaluation reads every kept checkpoint on tasks x samples, repeats the
+    periodic evaluation's episodes first, and resumes per checkpoint after a kill."""
+    import json
+
+    from experiments import infopo
+
+    results_md = tmp_path / "results.md"
+    argv = [
+        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
+        "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--eval-every", "1",
+        "--tasks-per-step", "1", "--group-size", "2", "--max-turns", "2", "--eval-tasks", "2",
+        "--eval-samples", "1", "--sft-batch", "2", "--results", str(results_md),
+        "--out", str(tmp_path / "out"), "--final-tasks", "3", "--final-samples", "2",
+    ]  # fmt: skip
+    (result,) = infopo.main(argv)
+    saved = tmp_path / "out" / "final-0.json"
+    records = json.loads(saved.read_text())
+    assert records["settings"] == {"tasks": 3, "samples": 2}
+    for stage in ("SFT", "GRPO", "InfoPO"):
+        assert [(r["task"], r["sample"]) for r in records[stage]] == [
+            (t, k) for t in dict.fromkeys(r["task"] for r in records["SFT"]) for k in (0, 1)
+        ]
+        assert result["final"][stage] == records[stage]
+    assert len({r["task"] for r in records["SFT"]}) == 3
+    del records["InfoPO"]  # killed before the last checkpoint was evaluated
+    saved.write_text(json.dumps(records))
+    (again,) = infopo.main(argv)
+    assert again["final"] == result["final"]  # the same sampling seeds give the same episodes
+    text = results_md.read_text()
+    assert "Final checkpoints on the first 3 test tasks x 2 samples" in text
+    assert "| mean of 1 seeds |" in text and "rates match it in 3 of 3 checkpoints" in text
+
+
+def test_final_evaluation_gains_by_hand():
+    from experiments.final_eval import gain_rows, per_task_gain, rate
+
+    def recs(wins):
+        return [
+            {"task": t, "sample": k, "success": w}
+            for t, row in zip("ab", wins, strict=True)
+            for k, w in enumerate(row)
+        ]
+
+    before, after = recs([[True, False], [False, False]]), recs([[True, True], [False, True]])
+    assert rate(before) == 0.25 and rate(after) == 0.75 and rate(after, tasks=1) == 1.0
+    assert per_task_gain(before, after) == [0.5, 0.5]
+    errored = recs([[None, True], [True, True]])
+    assert rate(errored) == 1.0 and per_task_gain(errored, after) == [-0.5]
+    seeds = [{"seed": 0, "A": before, "B": after}, {"seed": 1, "A": before, "B": before}]
+    rows = gain_rows(seeds, ("A", "B"), [("A", "B")])
+    assert rows[0] == ["0", "25.0%", "75.0%", "+50.0% [+50.0%, +50.0%]"]
+    assert rows[-1][:3] == ["mean of 2 seeds", "25.0%", "50.0%"]
+    assert rows[-1][3].startswith("+25.0% [")
