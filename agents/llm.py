@@ -116,6 +116,9 @@ class ChatAgent:
             self.config.stop if self.config.stop is not None else (["\n"] if one_line else None)
         )
         self.context_tokens = self.config.context_tokens or getattr(client, "context_tokens", None)
+        self.free_text_actions = bool(getattr(base, "free_text_actions", False))
+        """The env parses the whole reply itself (Social-v0's ``action: offer $5``): an
+        ``Action:`` line or a code fence is not cut out of it, as the trainer's rollouts do."""
         demo = getattr(base, "demonstration", None)
         self.few_shot: list[Message] = demo() if demo and self.config.demonstration else []
         self.name = f"chat:{getattr(client, 'model', '')}"
@@ -124,7 +127,7 @@ class ChatAgent:
     def reset(self, info: dict[str, Any]) -> None:
         self.seed: int | None = info.get("seed")
         self.tools = info.get("tools") if self.config.native_tools else None
-        self.free_text = bool(info.get("tools"))
+        self.free_text = self.free_text_actions or bool(info.get("tools"))
         system: list[Message] = [{"role": "system", "content": self.system_prompt}]
         self.messages: list[Message] = (system if self.system_prompt else []) + self.few_shot
         self._tool_call_ids: list[str] = []

@@ -56,7 +56,7 @@ from rich.console import Console
 from rich.table import Table
 
 import agentgym
-from agentgym.agent import agent_factory
+from agentgym.agent import Action, agent_factory
 from agentgym.agents.also import STRATEGY_SETS, AlsoAgent, AlsoConfig, Embedder, make_embedder
 from agentgym.envs.social.scripted import stance_for
 from agentgym.task import Task, TaskSuite
@@ -145,7 +145,9 @@ def episode(env, agent, task: Task, seed: int) -> Episode:
     rewards, turns, done, reward = [], [], False, 0.0
     while not done:
         turns.append(info["turn"])
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        action = agent.act(obs, info)  # a model's agent returns an Action (text + usage)
+        text = action.text if isinstance(action, Action) else action
+        obs, reward, terminated, truncated, info = env.step(text)
         done = terminated or truncated
         rewards.append(info["evaluation"]["normalized"])
     firm = [float(np.sum(np.array(step["probs"])[FIRM_ARMS])) for step in agent.trace]

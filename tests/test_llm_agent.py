@@ -124,6 +124,19 @@ def test_env_sets_stop_tokens_and_demonstration():
     assert client.requests[-1].stop is None and client.requests[-1].max_tokens == 99
 
 
+def test_env_that_parses_replies_gets_them_whole():
+    """Social-v0 reads ``action: offer $610`` as an offer; cutting its ``action:`` as an
+    ``Action:`` line would send ``offer $610``, which that env reads as speech."""
+    env = agentgym.make("Social-v0")
+    obs, info = env.reset(seed=0)
+    agent = ChatAgent(ScriptedClient(lambda req: "action: reject"), env)
+    agent.reset(info)
+    assert agent.act(obs, info).text == "action: reject"
+    clarify = ChatAgent(ScriptedClient(lambda req: "Action: ask[a=b]"), agentgym.make("Clarify-v0"))
+    clarify.reset({})
+    assert clarify.act("obs", {}).text == "ask[a=b]"
+
+
 def test_context_window_drops_oldest_exchanges_and_records_it():
     client = ScriptedClient(lambda req: "ask[a=b]")
     config = ChatAgentConfig(context_tokens=400, max_tokens=50, demonstration=False)
