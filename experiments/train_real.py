@@ -103,11 +103,15 @@ def cpu_overrides(args: Any) -> dict[str, Any]:
 
 
 def add_pretrained_flags(
-    p: argparse.ArgumentParser, max_context: int, lora_r: int | None = 16, batches: bool = True
+    p: argparse.ArgumentParser,
+    max_context: int | None,
+    lora_r: int | None = 16,
+    batches: bool = True,
 ) -> None:
     """The flags a method harness takes to run a pretrained model (``--model``) instead of its
     tiny one: what :func:`lora_settings` and :func:`cpu_overrides` read (``lora_r`` None: the
-    harness has its own ``--lora-r``; ``batches`` False: its own batch flags)."""
+    harness has its own ``--lora-r``; ``batches`` False: its own batch flags; ``max_context``
+    None: no rollouts, so no ``--max-context``)."""
     p.add_argument(
         "--model", default=None, help="a named model (smollm2) or checkpoint instead of tiny"
     )
@@ -115,7 +119,8 @@ def add_pretrained_flags(
         p.add_argument("--lora-r", type=int, default=lora_r, help="with --model")
     p.add_argument("--lora-layers", type=int, default=8, help="with --model: the top N layers")
     p.add_argument("--model-layers", type=int, default=30, help="with --model (SmolLM2: 30)")
-    p.add_argument("--max-context", type=int, default=max_context, help="with --model")
+    if max_context is not None:
+        p.add_argument("--max-context", type=int, default=max_context, help="with --model")
     if batches:
         p.add_argument("--sft-batch", type=int, default=8, help="with --model")
         p.add_argument("--micro-batch", type=int, default=2, help="with --model")

@@ -44,3 +44,41 @@ def test_episode_sends_a_chat_agents_text_to_the_env():
     game = env.unwrapped.state.game
     mine = [e for e in game.events if e.seat == env.unwrapped.config.seat]
     assert mine and all(e.valid and e.action.action_type == "speak" for e in mine)
+
+
+def test_follower_chats_teach_a_model_the_strategy_line(tiny_model, tmp_path):
+    """``experiments.also_sft``: the follower's episodes on tasks the ALSO run does not play,
+    recorded as the chat a model sees (a Strategy line per arm), then a LoRA adapter that the
+    harness's ``--base hf:PATH`` loads."""
+    import json
+
+    import agentgym
+    from agentgym.agent import agent_factory
+    from agentgym.agents.also import STRATEGY_SETS
+    from experiments import also, also_sft
+
+    argv = ["--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1",
+            "--lora-r", "4", "--out", str(tmp_path), "--tasks", "2", "--steps", "1",
+            "--sft-batch", "2"]  # fmt: skip
+    adapter = also_sft.main(argv)
+    assert (adapter / "adapter_config.json").is_file()
+    rows = [json.loads(line) for line in (tmp_path / "follower.jsonl").read_text().splitlines()]
+    held_out = also.draw_tasks(also.parse_args(["--seeds", "1", "--episodes", "10"]))[0]
+    assert len(rows) == 2 and not {r["task_id"] for r in rows} & {t.id for t in held_out}
+    for row in rows:
+        users = [m["content"] for m in row["messages"] if m["role"] == "user"]
+        replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+        assert row["messages"][0]["role"] == "system" and len(users) == len(row["arms"])
+        for arm, user in zip(row["arms"], users, strict=True):
+            text = STRATEGY_SETS[13][arm][1]
+            assert user.startswith(f"Strategy: {text}\n") if text else "Strategy:" not in user
+        assert all(r.split(":")[0] in {"speak", "action", "leave", "none"} for r in replies)
+    (tmp_path / "sft").rename(tmp_path / "first")
+    assert also_sft.main(argv) and json.loads(
+        (tmp_path / "follower.jsonl").read_text().splitlines()[0]
+    ) == rows[0]  # the kept chats are read, not recorded again
+    env = agentgym.make("Social-v0")
+    obs, info = env.reset(seed=0)
+    agent = agent_factory(f"hf:{adapter}?max_tokens=4")(env)
+    agent.reset(info)
+    assert isinstance(agent.act(obs, info).text, str)
