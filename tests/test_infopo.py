@@ -199,6 +199,18 @@ def test_trainer_runs_infopo_on_clarify(tiny_model, tmp_path):
     assert metrics["grad_norm"] > 0  # GRPO alone would have no gradient here
 
 
+def _tiny_run(tiny_model, results_md, out) -> list[str]:
+    """The InfoPO harness's flags for one seed of one step each on the tiny checkpoint, ending
+    in ``--out OUT``."""
+    return [
+        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
+        "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--eval-every", "1",
+        "--tasks-per-step", "1", "--group-size", "2", "--max-turns", "2", "--eval-tasks", "2",
+        "--eval-samples", "1", "--sft-batch", "2", "--results", str(results_md),
+        "--out", str(out),
+    ]  # fmt: skip
+
+
 def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
     """``experiments.infopo --model PATH``: both arms train LoRA adapters on the given checkpoint
     (not a tiny model of its own), and the results subsection names it; with ``--out`` a
@@ -206,13 +218,7 @@ def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
     from experiments import infopo
 
     results_md = tmp_path / "results.md"
-    argv = [
-        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
-        "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--eval-every", "1",
-        "--tasks-per-step", "1", "--group-size", "2", "--max-turns", "2", "--eval-tasks", "2",
-        "--eval-samples", "1", "--sft-batch", "2", "--results", str(results_md),
-        "--out", str(tmp_path / "out"),
-    ]  # fmt: skip
+    argv = _tiny_run(tiny_model, results_md, tmp_path / "out")
     (result,) = infopo.main(argv)
     assert {"GRPO", "InfoPO", "start"} <= set(result)
     assert (tmp_path / "out" / "GRPO-0" / "final" / "adapter_config.json").is_file()
@@ -237,13 +243,8 @@ def test_final_evaluation_pairs_checkpoints_per_task_and_resumes(tiny_model, tmp
     from experiments import infopo
 
     results_md = tmp_path / "results.md"
-    argv = [
-        "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
-        "--seeds", "0", "--sft-steps", "1", "--rl-steps", "1", "--eval-every", "1",
-        "--tasks-per-step", "1", "--group-size", "2", "--max-turns", "2", "--eval-tasks", "2",
-        "--eval-samples", "1", "--sft-batch", "2", "--results", str(results_md),
-        "--out", str(tmp_path / "out"), "--final-tasks", "3", "--final-samples", "2",
-    ]  # fmt: skip
+    argv = [*_tiny_run(tiny_model, results_md, tmp_path / "out"), "--final-tasks", "3",
+            "--final-samples", "2"]  # fmt: skip
     (result,) = infopo.main(argv)
     saved = tmp_path / "out" / "final-0.json"
     records = json.loads(saved.read_text())
