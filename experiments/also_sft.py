@@ -112,11 +112,13 @@ def main(argv: list[str] | None = None) -> Path:
     print(f"{len(rows)} follower episodes, {turns} agent turns, from {out / 'follower.jsonl'}")
     started = time.perf_counter()
     trainer = Trainer(sft_config(args, out / "follower.jsonl", out / "sft"))
-    metrics = trainer.run()
+    trainer.run()
     trainer.close()
+    nll = [h["nll"] for h in trainer.history if "nll" in h]
     print(
-        f"SFT: {args.steps} steps in {time.perf_counter() - started:.0f} s, last loss "
-        f"{metrics.get('loss', float('nan')):.3f}; the negotiator: hf:{out / 'sft' / 'final'}"
+        f"SFT: {args.steps} steps in {time.perf_counter() - started:.0f} s, action NLL "
+        f"{nll[0]:.3f} at the first step, {nll[-1]:.3f} at the last; the negotiator: "
+        f"hf:{out / 'sft' / 'final'}"
     )
     return out / "sft" / "final"
 
