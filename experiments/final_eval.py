@@ -3,8 +3,9 @@
 The harnesses evaluate every few steps on a few held-out tasks with one sample each, which is
 cheap but noisy: on 40 episodes one rate's standard error is about 7.5 points, as large as the
 gains being measured. This evaluates the after-SFT checkpoint and each arm's final one again on
-more tasks and samples, with the same env and sampling seeds per (task, sample) for every
-checkpoint (the same job list), so a difference between two checkpoints of one seed is paired
+more tasks and samples, in the same job list for every checkpoint (the same env seed per
+(task, sample), and the same sampling seeds at the first turn; later turns' sampling seeds follow
+which episodes are still running), so a difference between two checkpoints of one seed is paired
 per task.
 """
 

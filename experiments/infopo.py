@@ -320,7 +320,8 @@ def _final_finding(args: argparse.Namespace, results: list[dict[str, Any]]) -> s
     return (
         f"Seeds {seeds}: the after-SFT checkpoint and both arms' final ones, each on the first "
         f"{args.final_tasks} test tasks x {args.final_samples} samples at T=1; every checkpoint "
-        "of a seed samples (task, sample) with the same env seed and the same sampling seed. A "
+        "of a seed plays (task, sample) with the same env seed (and the same sampling seed at the "
+        "first turn; later turns' seeds follow which episodes are still running). A "
         "gain per seed is the mean over tasks of the per-task difference in success rate, with a "
         "normal 95% interval over tasks; the last row's is a Student-t interval over the seeds' "
         "gains. The sampling seed follows a job's place in the batch, so these are other draws "

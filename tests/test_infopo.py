@@ -258,7 +258,7 @@ def test_final_evaluation_pairs_checkpoints_per_task_and_resumes(tiny_model, tmp
     del records["InfoPO"]  # killed before the last checkpoint was evaluated
     saved.write_text(json.dumps(records))
     (again,) = infopo.main(argv)
-    assert again["final"] == result["final"]  # the same sampling seeds give the same episodes
+    assert again["final"] == result["final"]  # the same job list gives the same episodes
     text = results_md.read_text()
     assert "Final checkpoints on the first 3 test tasks x 2 samples" in text
     assert "| mean of 1 seeds |" in text
