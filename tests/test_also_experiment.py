@@ -82,3 +82,13 @@ def test_follower_chats_teach_a_model_the_strategy_line(tiny_model, tmp_path):
     agent = agent_factory(f"hf:{adapter}?max_tokens=4")(env)
     agent.reset(info)
     assert isinstance(agent.act(obs, info).text, str)
+
+
+def test_move_counts_of_the_strategy_follower():
+    """``experiments.also_moves``: the follower's every move is valid, and it makes deals."""
+    from experiments import also_moves
+
+    counts = also_moves.main(["--arms", "0", "3", "--episodes", "2"])
+    for c in counts.values():
+        assert c["turns"] > 0 and c["valid"] == c["turns"]
+        assert c["action"] + c["speak"] + c["leave"] + c["none"] == c["turns"]
