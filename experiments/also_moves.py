@@ -13,30 +13,22 @@ from collections import Counter
 from typing import Any
 
 import agentgym
-from agentgym.agent import Action, agent_factory
+from agentgym.agent import agent_factory
 from experiments import also
 
 
 def count_moves(env: Any, base: Any, tasks: list, arm: int, switch: int) -> Counter:
-    """Agent turns, valid ones, each action type and deals over ``tasks`` under ``arm``."""
+    """Agent turns, valid ones, each action type and deals over ``tasks`` under ``arm`` (the
+    harness's own episode loop, then the seat's events in the finished game)."""
     counts: Counter = Counter()
     for i, task in enumerate(tasks):
-        agent = also.Schedule(base, arm, arm, switch)
-        obs, info = env.reset(seed=i, options={"task": task})
+        ep = also.episode(env, also.Schedule(base, arm, arm, switch), task, i)
         seat = env.unwrapped.config.seat
-        agent.reset({**info, "seed": i})
-        done = False
-        while not done:
-            action = agent.act(obs, info)
-            obs, _, terminated, truncated, info = env.step(
-                action.text if isinstance(action, Action) else action
-            )
-            done = terminated or truncated
-            mine = [e for e in env.unwrapped.state.game.events if e.seat == seat][-1]
+        for event in (e for e in env.unwrapped.state.game.events if e.seat == seat):
             counts["turns"] += 1
-            counts["valid"] += mine.valid
-            counts[mine.action.action_type] += 1
-        counts["deals"] += bool(info.get("agreement"))
+            counts["valid"] += event.valid
+            counts[event.action.action_type] += 1
+        counts["deals"] += ep.agreed
     return counts
 
 
