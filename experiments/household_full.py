@@ -232,21 +232,24 @@ def run_rl(out: Path, args: argparse.Namespace, seed: int) -> Path:
 
 # ============================================================================ eval
 def checkpoint(out: Path, stage: str) -> str:
-    """The model an eval stage plays: ``base`` (untrained), ``sft``, or ``rl-SEED``."""
+    """The model an eval stage plays: ``base`` (untrained), ``sft`` or ``rl-SEED`` (their
+    ``final``), or a saved step such as ``sft/step-000096``."""
     if stage == "base":
         return MODEL
-    return str(out / stage / "final")
+    final = out / stage / "final"
+    return str(final if final.is_dir() or "/" not in stage else out / stage)
 
 
-def run_eval(out: Path, stage: str, history: int, limit: int | None) -> None:
-    """``agentgym eval`` of the stage's checkpoint on both valid splits (greedy, resumable)."""
-    spec = f"hf:{checkpoint(out, stage)}?history={history}&temperature=0&max_format_errors=0"
-    for split in SPLITS:
+def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
+    """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable).
+    Episodes run ``--concurrency`` at a time: the engine batches their turns."""
+    spec = f"hf:{checkpoint(out, stage)}?history={args.history}&temperature=0&max_format_errors=0"
+    for split in args.splits:
         cmd = [sys.executable, "-m", "agentgym.cli", "eval", f"household/{split}", "-a", spec,
-               "--db", str(out / "eval.db"), "-c", "1"]  # fmt: skip
-        if limit:
-            cmd += ["--limit", str(limit)]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+               "--db", str(out / "eval.db"), "-c", str(args.concurrency)]  # fmt: skip
+        if args.limit:
+            cmd += ["--limit", str(args.limit)]
+        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
         print(" ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, env=env)
 
@@ -350,6 +353,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rl-lr", type=float, default=5e-5)
     p.add_argument("--stage", dest="eval_stage", default="sft", help="eval: base, sft, rl-SEED")
     p.add_argument("--limit", type=int, default=None, help="eval: first N tasks of each split")
+    p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
+    p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
+    p.add_argument("--threads", type=int, default=1, help="eval: torch threads")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.stage == "data":
@@ -361,7 +367,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in args.seeds:
             print(run_rl(args.out, args, seed), flush=True)
     elif args.stage == "eval":
-        run_eval(args.out, args.eval_stage, args.history, args.limit)
+        run_eval(args.out, args.eval_stage, args)
     elif args.stage == "compare":
         print(compare(args.out, args.seeds))
     elif args.stage == "progress":
