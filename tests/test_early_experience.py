@@ -7,7 +7,7 @@ import pytest
 import agentgym
 from agentgym.agent import ExpertAgent
 from agentgym.agents import early_experience as ee
-from agentgym.agents.llm import parse_action
+from agentgym.chat_agent import parse_action
 from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
 from agentgym.testing.scripted_client import ScriptedClient

@@ -205,7 +205,7 @@ def test_checkpoint_reloads_and_evaluates_via_the_agent_spec(household_run):
     env = agentgym.make("Household-v0")
     agent = pm.pa_moe_agent(str(final), env)
     loaded = agent.policy
-    from agentgym.agents.llm import hf_agent
+    from agentgym.chat_agent import hf_agent
 
     assert isinstance(hf_agent(str(final), env), type(agent))  # hf:PATH finds the router too
     assert not _changed(_router(trainer), loaded.router.state_dict())

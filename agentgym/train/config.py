@@ -96,7 +96,7 @@ class RolloutConfig(_Strict):
     """An episode whose context would exceed this ends with status ``limit``."""
     history: int | None = Field(default=None, ge=0)
     """Bounded context: every turn's prompt is the task, the last ``history`` steps, the
-    observation and the admissible actions (``agents/context.py``), as the chat agent's
+    observation and the admissible actions (``agentgym/bounded_context.py``), as the chat agent's
     ``?history=K`` builds it; needs ``algo.layout: step``. None: one growing chat."""
     max_batch_size: int = Field(default=64, ge=1)
     """Sequences per generation batch."""

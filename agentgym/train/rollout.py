@@ -3,7 +3,7 @@
 All episodes of a rollout batch are in flight together: each turn, the running token ids of every
 active episode go to the engine as one batch (``LocalEngine.generate_batch``), the sampled ids
 and their logprobs are appended as generated, actions are parsed from the sampled text
-(``agents/llm.py``'s ``parse_action``), the env pool steps them all, and each observation is
+(:func:`agentgym.chat_agent.parse_action`), the env pool steps them all, and each observation is
 appended as the chat template's observation turn. Env failures end that episode with
 ``status="error"``; they never end the batch.
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentgym.agents.context import BoundedHistory
-from agentgym.agents.llm import FormatError, parse_action
+from agentgym.bounded_context import BoundedHistory
+from agentgym.chat_agent import FormatError, parse_action
 from agentgym.episode import Episode, Step, Usage
 from agentgym.llm.sampling import SamplingSpec, derive_seed, turn_seed  # noqa: F401 (re-exported)
 from agentgym.task import Task
@@ -49,7 +49,7 @@ class Sampling:
     top_p: float = 1.0
     max_context_tokens: int = 4096
     history: int | None = None
-    """Bounded context (``agents/context.py``): every turn a fresh prompt of the task, the last
+    """Bounded context (:mod:`agentgym.bounded_context`): every turn a fresh prompt of the task, the last
     ``history`` steps, the observation and the admissible actions; None: one growing chat."""
     stop: tuple[str, ...] = ()
     """Stop strings (``"\n"`` for an env with one-line actions: see :meth:`from_spec`)."""
