@@ -38,8 +38,8 @@ class ModelConfig(_Strict):
     lora: LoraConfig | None = None
     """Train LoRA adapters (peft) instead of all weights."""
     policy: str | None = None
-    """A step-routed policy around the model, by name (``pa_moe``: LoRA experts and a phase
-    router; :func:`agentgym.train.policy.register_policy`); None: the plain causal LM."""
+    """A policy around the model that picks an adapter per turn, by name (``pa_moe``:
+    ``agents/pa_moe``; :func:`agentgym.train.policy.register_policy`); None: the plain causal LM."""
     policy_options: dict[str, Any] = {}
     """Settings of ``policy`` (PA-MoE: the fields of ``PAMoEConfig``)."""
 
@@ -102,8 +102,8 @@ class RolloutConfig(_Strict):
     """Sequences per generation batch."""
     prefix_cache_mb: int = Field(default=2048, ge=0)
     """Keys and values of the episodes' earlier turns, kept so a later turn prefills only its
-    new tokens. Cleared before every rollout batch (the weights change between); a routed
-    policy (its adapter changes per step) never uses it. 0 turns it off."""
+    new tokens. Cleared before every rollout batch (the weights change between); a policy with
+    per-turn adapters (``model.policy``) never uses it. 0 turns it off."""
     engine: Literal["local", "vllm"] = "local"
     """What generates: ``local`` (transformers, the policy's own module) or ``vllm`` (the vllm
     extra: the engine is synced to the policy after every update, LoRA adapters or all weights,
@@ -267,16 +267,16 @@ class TrainConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _routed_policy_fits(self) -> TrainConfig:
+    def _policy_fits(self) -> TrainConfig:
         if self.model.policy is None:
             return self
         from agentgym.train.algorithm import algorithm_names, get_algorithm
 
-        if not get_algorithm(self.algo.name).routable:
-            routable = [n for n in algorithm_names() if get_algorithm(n).routable]
+        if not get_algorithm(self.algo.name).logprobs_only:
+            fit = [n for n in algorithm_names() if get_algorithm(n).logprobs_only]
             raise ValueError(
-                f"model.policy {self.model.policy!r} routes each step to an adapter at rollout; "
-                f"it trains with {', '.join(routable)}, not {self.algo.name}"
+                f"model.policy {self.model.policy!r} picks an adapter per turn at rollout; "
+                f"it trains with {', '.join(fit)}, not {self.algo.name}"
             )
         if self.model.lora is not None:
             raise ValueError(
@@ -284,7 +284,7 @@ class TrainConfig(_Strict):
             )
         if self.rollout.engine == "vllm":
             raise ValueError(
-                f"model.policy {self.model.policy!r} routes each step to its own adapter, which "
+                f"model.policy {self.model.policy!r} picks an adapter per turn, which "
                 "rollout.engine vllm does not do: use rollout.engine local"
             )
         return self

@@ -4,7 +4,8 @@ Trajectories become :class:`TokenEpisode` rows through the same chat format the 
 so the policy is trained on exactly the token layout it will act in: the prompt, then each action
 (ending with the template's end-of-turn token, which the policy must learn to emit) with loss,
 then the observation turn without. Sources: the env's expert on the training tasks, agentgym
-episode JSONL (``agentgym export``), or chat rows (``{"messages": [...]}``).
+episode JSONL (``agentgym export``), or chat rows (``{"messages": [...]}``), whose assistant turns
+may carry OpenAI's fine-tuning ``"weight": 0`` (context only, no loss; early experience's rows).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def expert_episodes(env: Any, tasks: Iterable[Task], seed: int = 0) -> list[Epis
 def from_messages(
     chat: ChatFormat, messages: Sequence[dict[str, Any]], group: str = ""
 ) -> TokenEpisode:
-    """A chat (system?, user, assistant, user, assistant, ...) as a token episode."""
+    """A chat (system?, user, assistant, user, assistant, ...) as a token episode; an assistant
+    turn with ``"weight": 0`` stays in the context without loss and without a turn."""
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
     turns = messages[1:] if system else messages
     if not turns or turns[0]["role"] != "user":
@@ -66,8 +68,22 @@ def from_messages(
                 0.0,
                 last.state_key,
             )
+    _drop_unweighted(ep, [m.get("weight", 1) for m in turns if m["role"] == "assistant"])
     ep.check()
     return ep
+
+
+def _drop_unweighted(ep: TokenEpisode, weights: list[Any]) -> None:
+    """Turn off the loss of the actions whose weight is 0, and drop their turns."""
+    kept = []
+    for turn, w in zip(ep.turns, weights, strict=True):
+        if w == 0:
+            ep.mask[turn.action_start : turn.action_end] = [0] * (
+                turn.action_end - turn.action_start
+            )
+        else:
+            kept.append(turn)
+    ep.turns = kept
 
 
 def from_episode(chat: ChatFormat, ep: Episode, system_prompt: str) -> TokenEpisode:

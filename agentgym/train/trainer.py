@@ -35,7 +35,7 @@ from agentgym.train.envpool import EnvPool, make_pool
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import (
     PlainPolicy,
-    RoutedPolicy,
+    Policy,
     get_policy,
     is_peft,
     load_model,
@@ -55,10 +55,10 @@ class Trainer:
         self.resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
         factory = None if cfg.model.policy is None else get_policy(cfg.model.policy)
         self.tokenizer = load_tokenizer(self.resume_from or cfg.model.path)
-        self.policy: RoutedPolicy = (
+        self.policy: Policy = (
             PlainPolicy(self._load_model())
             if factory is None
-            else factory(  # a step-routed policy (PA-MoE) around the model
+            else factory(  # a policy with per-turn adapters around the model
                 cfg.model.path,
                 cfg.model.device,
                 cfg.model.policy_options,
@@ -122,7 +122,9 @@ class Trainer:
                 self.tokenizer,
                 max_batch_size=self.cfg.rollout.max_batch_size,
                 device=self.cfg.model.device,
-                prefix_cache_mb=0 if self.policy.routed else self.cfg.rollout.prefix_cache_mb,
+                prefix_cache_mb=(
+                    0 if self.policy.per_turn_adapters else self.cfg.rollout.prefix_cache_mb
+                ),
             )
         return self._engine
 
@@ -199,14 +201,15 @@ class Trainer:
     ) -> tuple[list[TokenEpisode], RolloutStats]:
         """Episodes of ``jobs`` sampled from the current weights (eval mode, no grad).
 
-        A routed policy samples its routes when ``explore`` (training), else routes greedily.
+        A policy with per-turn adapters samples its picks when ``explore`` (training), else
+        picks greedily.
         """
         r = self.cfg.rollout
         spec = SamplingSpec.for_env(
             spec_of(self.cfg.env.id).load(), temperature, r.top_p, max_tokens=r.max_new_tokens
         )  # the env's stops, as agentgym eval's agent uses them
         sampling = Sampling.from_spec(spec, r.max_turns, r.max_context_tokens, r.history)
-        router = self.policy.router(self.step, explore, seed)
+        picker = self.policy.adapter_picker(self.step, explore, seed)
         engine = self.engine
         if self._vllm is not None:
             self._vllm.sync()  # the weights of the last update
@@ -214,7 +217,7 @@ class Trainer:
         self.model.eval()
         try:
             with self._autocast():
-                return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, router)
+                return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, picker)
         finally:
             self.model.train()
 
@@ -278,9 +281,9 @@ class Trainer:
             self.tokenizer.pad_token_id,
             returns,
         )
-        routed = self.policy.bind(episodes, advantages or [])
+        bound = self.policy.bind(episodes, advantages or [])
         loss_tokens = float(batch.loss_mask.sum())
-        if not self.policy.routed:  # a routed policy reads the rows in the order it was bound
+        if not self.policy.per_turn_adapters:  # such a policy reads rows in the order bound
             batch = self._rows_to_train(batch)
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
@@ -289,7 +292,7 @@ class Trainer:
             self._vllm.mark_stale()
         totals["loss_tokens"] = loss_tokens
         totals["trained_rows"] = float(batch.rows)
-        return {**routed, **totals}
+        return {**bound, **totals}
 
     def _rows_to_train(self, batch: Batch) -> Batch:
         """The rows that can change the weights, longest first (``optim.sort_by_length``).
@@ -318,7 +321,7 @@ class Trainer:
             loss.backward()
             for k, v in parts.items():
                 totals[k] = totals.get(k, 0.0) + v
-        extra, parts = self.policy.loss()  # a routed policy's own (PA-MoE: the router's)
+        extra, parts = self.policy.loss()  # the policy's own (none for a plain model)
         if extra is not None and extra.requires_grad:
             extra.backward()
         totals.update(parts)
@@ -373,7 +376,7 @@ class Trainer:
         }
 
     def eval_episodes(self, tasks: list[Task] | None = None) -> list[Any]:
-        """The held-out rollouts :meth:`evaluate` scores (``eval_samples`` per task, greedy routing),
+        """The held-out rollouts :meth:`evaluate` scores (``eval_samples`` per task, greedy adapter picks),
         for callers that read more than success. Env and sampling seeds are those of ``agentgym
         eval --seed SEED`` (``episode_seed``, then ``turn_seed`` per turn), and actions are sampled
         with the env's spec as its agent samples them, so greedy episodes here and there agree."""
@@ -425,9 +428,9 @@ class Trainer:
 
     def merged(self, directory: Path) -> Path:
         """A plain checkpoint (LoRA merged) that loads as ``--agent hf:DIRECTORY``."""
-        if self.policy.routed:
+        if self.policy.per_turn_adapters:
             raise ValueError(
-                "a routed policy's experts do not merge into one model: evaluate "
+                "a policy with per-turn adapters does not merge into one model: evaluate "
                 f"its checkpoint with its agent spec ({self.cfg.model.policy}:PATH)"
             )
         model = self.model.merge_and_unload() if is_peft(self.model) else self.model
