@@ -178,10 +178,10 @@ def test_metrics_go_to_the_store(sft_noop, noop_tasks, tmp_path):
     trainer.run()
     trainer.close()
     store = Store(tmp_path / "m.db")
-    rows = store.train_metrics(trainer.run_id)
+    rows = store.train_metrics(trainer.runlog.run_id)
     names = {r["name"] for r in rows}
     assert {"reward", "success", "acr", "errors", "entropy", "tokens_per_s", "steps_per_s"} <= names
-    assert store.run(trainer.run_id)["agent"].startswith("train:grpo:")
+    assert store.run(trainer.runlog.run_id)["agent"].startswith("train:grpo:")
 
 
 def test_config_overrides_and_errors(tmp_path):
