@@ -197,6 +197,11 @@ def test_config_overrides_and_errors(tmp_path):
         load_config(path, ["algo.name=dpo"])
     with pytest.raises(FileNotFoundError, match="no config file"):
         load_config(tmp_path / "missing.yaml")
+    # a credit function's options are checked when the config loads, not at the first step
+    with pytest.raises(ValueError, match="unknown credit function 'gipgo'"):
+        load_config(path, ["algo.credit=gipgo"])
+    with pytest.raises(ValueError, match=r"algo.options \['beta'\]: 'grpo' takes no options"):
+        load_config(path, ["algo.options={beta: 0.5}"])
 
 
 def test_cli_train(sft_noop, noop_tasks, tmp_path):

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.policy import LoraConfig
@@ -165,7 +173,9 @@ class AlgoConfig(_Strict):
     advantage 0 (groups that tied); exact when kl_coef and entropy_coef are 0, since such rows
     then have zero gradient (their tokens still count in the token-mean's denominator)."""
     options: dict[str, Any] = {}
-    """Extra settings for plugin credit functions (e.g. InfoPO's beta and tau)."""
+    """Settings of the credit function (e.g. InfoPO's beta and tau), checked when the config
+    loads against the model the function declares (:mod:`agentgym.train.credit`)."""
+    _credit_options: Any = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -177,6 +187,30 @@ class AlgoConfig(_Strict):
         except KeyError as e:
             raise ValueError(e.args[0]) from None
         return name
+
+    @model_validator(mode="after")
+    def _typed_options(self) -> AlgoConfig:
+        from agentgym.train.credit import find_credit, get_credit
+
+        try:
+            fn = get_credit(self.credit) if self.credit else find_credit(self.name)
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+        model = getattr(fn, "options", None)
+        credit = self.credit or self.name
+        if model is None and self.options:
+            raise ValueError(f"algo.options {sorted(self.options)}: {credit!r} takes no options")
+        if model is not None:
+            try:
+                self._credit_options = model.model_validate(self.options)
+            except ValidationError as e:
+                raise ValueError(f"algo.options of {credit!r}: {e}") from None
+        return self
+
+    @property
+    def credit_options(self) -> Any:
+        """``options`` as the credit function's typed model (None: it declares none)."""
+        return self._credit_options
 
 
 class OptimConfig(_Strict):

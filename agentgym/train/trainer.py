@@ -237,7 +237,7 @@ class Trainer:
     def rl_update(self, episodes: list[TokenEpisode], stats: RolloutStats) -> dict[str, float]:
         """Credit, error accounting and the update for one rollout batch."""
         rewards, groups, valid = episode_arrays(episodes)
-        ctx = CreditContext(self.cfg.algo, self.model, metrics={})
+        ctx = CreditContext(self.cfg.algo, self.model, metrics={}, tokenizer=self.tokenizer)
         advantages, returns = self.algo.advantages(episodes, ctx)
         kept = [i for i, ep in enumerate(episodes) if ep.ok and ep.turns]
         metrics = {
