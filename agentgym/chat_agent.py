@@ -284,7 +284,7 @@ def litellm_agent(arg: str, env: Any) -> ChatAgent:
 
 
 def hf_agent(arg: str, env: Any) -> Any:
-    """Entry point of ``--agent hf:PATH[?options]``. A routed policy's checkpoint (one holding
+    """Entry point of ``--agent hf:PATH[?options]``. A ``model.policy`` checkpoint (one holding
     ``NAME.json`` for a policy registered as ``NAME`` in ``agentgym.policies``, e.g. PA-MoE's
     ``pa_moe.json``) loads with the agent registered as ``NAME``, so every trained checkpoint
     evaluates as ``hf:PATH``."""
