@@ -11,9 +11,9 @@ may carry OpenAI's fine-tuning ``"weight": 0`` (context only, no loss; early exp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,6 +28,9 @@ from agentgym.train.episode import TokenEpisode, Turn
 from agentgym.train.frozen import FrozenPrefix
 from agentgym.train.losses import weighted
 from agentgym.train.policy import token_logprobs
+
+if TYPE_CHECKING:
+    from agentgym.train.config import TrainConfig
 
 
 # ============================================================================ data
@@ -123,6 +126,24 @@ def rows_to_episodes(
         else:
             raise ValueError(f"row {n}: expected 'messages' (chat) or 'steps' (episode)")
     return out
+
+
+def demonstrations(
+    cfg: TrainConfig, chat: ChatFormat, system: str, tasks: Callable[[], list[Task]]
+) -> list[TokenEpisode]:
+    """The rows of ``cfg.sft.data``: the env's expert on the training ``tasks()``, or a JSONL
+    file of episodes or chats; only successful ones with ``sft.only_success``."""
+    if cfg.sft.data == "expert":
+        from agentgym.registry import make
+
+        env = make(cfg.env.id, **cfg.env.kwargs)
+        eps = expert_episodes(env, tasks(), cfg.seed)
+        eps = [e for e in eps if e.success or not cfg.sft.only_success]
+        return [from_episode(chat, e, system) for e in eps]
+    rows = load_rows(cfg.sft.data)
+    if cfg.sft.only_success:
+        rows = [r for r in rows if r.get("success", True)]
+    return rows_to_episodes(chat, rows, system)
 
 
 # ============================================================================ loss

@@ -21,7 +21,7 @@ import torch
 from agentgym.llm.sampling import SamplingSpec
 from agentgym.registry import spec as spec_of
 from agentgym.task import Task, TaskSuite
-from agentgym.train import checkpoint, heldout
+from agentgym.train import checkpoint, heldout, sft
 from agentgym.train.advantages import advantage_collapse_rate
 from agentgym.train.algorithm import Algorithm, get_algorithm
 from agentgym.train.batch import Batch, build_batch
@@ -156,7 +156,7 @@ class Trainer:
         return self.history[-1] if self.history else {}
 
     def _sft_step(self) -> Any:
-        data = self.sft_data()
+        data = sft.demonstrations(self.cfg, self.chat, self.pool.system_prompt, self.train_tasks)
         if not data:
             raise ValueError("no SFT data: no successful expert episode on the training tasks")
         size = min(self.cfg.sft.batch_size, len(data))
@@ -336,24 +336,7 @@ class Trainer:
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
         return torch.autocast(self.cfg.model.device.split(":")[0], dtype=dtype)
 
-    # ------------------------------------------------------------------ data, eval, saving
-    def sft_data(self) -> list[TokenEpisode]:
-        """SFT rows from ``cfg.sft.data``: the expert on the training tasks, or a JSONL file."""
-        from agentgym.train import sft
-
-        system = self.pool.system_prompt
-        if self.cfg.sft.data == "expert":
-            from agentgym.registry import make
-
-            env = make(self.cfg.env.id, **self.cfg.env.kwargs)
-            eps = sft.expert_episodes(env, self.train_tasks(), self.cfg.seed)
-            eps = [e for e in eps if e.success or not self.cfg.sft.only_success]
-            return [sft.from_episode(self.chat, e, system) for e in eps]
-        rows = sft.load_rows(self.cfg.sft.data)
-        if self.cfg.sft.only_success:
-            rows = [r for r in rows if r.get("success", True)]
-        return sft.rows_to_episodes(self.chat, rows, system)
-
+    # ------------------------------------------------------------------ eval, saving, logging
     def evaluate(self, tasks: list[Task] | None = None) -> dict[str, float]:
         """Success on held-out tasks (``eval_samples`` each) with a 95% Wilson interval; the
         episodes are stored as a run of their own (:mod:`agentgym.train.heldout`)."""
