@@ -265,8 +265,13 @@ def _doc_example(name: str) -> str:
     ("example", "over"),
     [("algorithm", {"algo.name": "reinforce"}), ("credit", {"algo.credit": "raw_return"})],
 )
-def test_docs_plugin_examples_train(example, over, sft_noop, noop_tasks, tmp_path):
+def test_docs_plugin_examples_train(example, over, sft_noop, noop_tasks, tmp_path, monkeypatch):
     """docs/methods.md's "adding an algorithm / a credit function" examples, run as written."""
+    from agentgym.train import algorithm, credit
+
+    for registry in (algorithm._ALGORITHMS, credit._CREDITS):  # the examples' entries end here
+        registry.names()
+        monkeypatch.setattr(registry, "items", dict(registry.items))
     exec(compile(_doc_example(example), f"docs/methods.md:{example}", "exec"), {})
     final, _ = sft_noop
     trainer = Trainer(_cfg(final, noop_tasks, tmp_path, **over, steps=1))
