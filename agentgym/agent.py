@@ -147,9 +147,20 @@ BUILTIN_AGENTS: dict[str, Callable[..., Agent]] = {
 }
 
 
+CHAT_PREFIXES: dict[str, str] = {
+    # PREFIX: the core's model agent (agentgym/chat_agent.py), called as function(ARG, env)
+    "openai": "agentgym.chat_agent:openai_agent",
+    "litellm": "agentgym.chat_agent:litellm_agent",
+    "hf": "agentgym.chat_agent:hf_agent",
+}
+
+
 def _in_tree_agents() -> None:
-    # The agents of this distribution's agents/ register themselves, one line each, when a spec
-    # first needs them: named here as a reference, so the core imports no agent module.
+    # The model agent's specs, then the agents of this distribution's agents/, which register
+    # themselves, one line each, when a spec first needs them: named here as references, so
+    # the core imports neither the model agent nor any agent module before a spec needs it.
+    for prefix, ref in CHAT_PREFIXES.items():
+        AGENTS.register(prefix, ref)
     importlib.import_module(IN_TREE).register_agents()
 
 

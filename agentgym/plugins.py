@@ -1,5 +1,5 @@
 """One registry type for every plug-in group: envs, agents, sandbox providers, algorithms, credit
-functions and routed policies.
+functions and trainer policies (``model.policy``).
 
 A :class:`Registry` maps names to items of one kind. Items arrive three ways: ``register`` (the
 built-ins, one line each, with the item itself or a ``"module:attr"`` reference that is imported on

@@ -1,7 +1,8 @@
 """Agent policy families, one module each (installed as ``agentgym.agents``).
 
 The protocol and the built-in ``expert``/``random``/``human`` agents live in :mod:`agentgym.agent`;
-this package holds the policies that need more than the core (LLM chat agents, trained policies).
+this package holds the policies of the methods (trained policies, teachers); the generic model
+agent (``openai:``, ``litellm:``, ``hf:``) is the core's :mod:`agentgym.chat_agent`.
 Each is an ``--agent PREFIX:ARG`` spec through one line in ``BUILTIN_PREFIXES``: registration is
 by ``module:function`` string, so it imports no agent module, and needs no entry point (other
 distributions use the ``agentgym.agents`` entry-point group instead).
@@ -11,9 +12,6 @@ from agentgym.agent import register_agent
 
 BUILTIN_PREFIXES: dict[str, str] = {
     # PREFIX: module:function below agentgym.agents, called as function(ARG, env)
-    "openai": "llm:openai_agent",
-    "litellm": "llm:litellm_agent",
-    "hf": "llm:hf_agent",
     "also": "also:also_agent",
     "pa_moe": "pa_moe:pa_moe_agent",
 }

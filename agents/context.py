@@ -1,81 +1,11 @@
-"""A bounded context: the task, the last K steps, the current observation and the admissible
-actions, as one user message rebuilt every turn (verl-agent's ALFWorld prompt).
-
-A long episode's linear chat grows with every turn; a 135M model cannot read 40 turns of a
-full-size room. Here the prompt's length is bounded whatever the turn: the policy sees what
-verl-agent's ``ALFWORLD_TEMPLATE`` shows, worded for a one-line reply (no ``<think>`` block).
-The chat agent (``hf:PATH?history=K``), the trainer's SFT data (:func:`chat_rows`) and its rollouts
-(``rollout.history``) all build the prompt here, so training and ``agentgym eval`` see the same
-text.
-"""
+"""SFT rows in the bounded context: a demonstrator plays a task, each step becomes the prompt
+a ``hf:CKPT?history=K`` chat agent is shown (:mod:`agentgym.bounded_context`) and its action."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-
-def bounded_prompt(
-    task: str,
-    observations: Sequence[str],
-    actions: Sequence[str],
-    admissible: Sequence[str] | None,
-    history: int,
-) -> str:
-    """The user message of the next step.
-
-    ``observations[i]`` was answered by ``actions[i]``; the last observation (one more than the
-    actions) is the current one. ``history`` past steps are shown (0: none); ``admissible`` None
-    leaves the action list out (envs that do not list their commands).
-    """
-    if len(observations) != len(actions) + 1:
-        raise ValueError(
-            f"need one more observation than actions (the last is the current one); got "
-            f"{len(observations)} observations and {len(actions)} actions"
-        )
-    if history < 0:
-        raise ValueError(f"history must be >= 0 past steps, got {history}")
-    step = len(actions)
-    lines = [f"Your task is to: {task}"]
-    first = max(0, step - history)
-    if step and history:
-        lines.append(
-            f"Prior to this step, you have taken {step} step(s). "
-            f"Your last {step - first} step(s), each an observation and your action:"
-        )
-        lines += [
-            f"[Observation {i + 1}: {observations[i]!r}, Action {i + 1}: {actions[i]!r}]"
-            for i in range(first, step)
-        ]
-    lines.append(f"You are now at step {step + 1}. Current observation: {observations[-1]}")
-    if admissible is not None:
-        lines.append(f"Admissible actions: [{', '.join(admissible)}].")
-    lines.append("Reply with one admissible action only.")
-    return "\n".join(lines)
-
-
-@dataclass
-class BoundedHistory:
-    """One episode's text as the bounded prompt needs it; fed turn by turn."""
-
-    history: int
-    task: str = ""
-    observations: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-
-    def start(self, task: str) -> None:
-        self.task, self.observations, self.actions = task, [], []
-
-    def prompt(self, observation: str, info: dict[str, Any]) -> str:
-        """Record the observation (and ``info["available_actions"]``); the next step's prompt."""
-        self.observations.append(observation)
-        return bounded_prompt(
-            self.task, self.observations, self.actions, info.get("available_actions"), self.history
-        )
-
-    def acted(self, action: str) -> None:
-        self.actions.append(action)
+from agentgym.bounded_context import BoundedHistory
 
 
 def play_rows(env: Any, agent: Any, task: Any, history: int) -> tuple[list[dict[str, Any]], bool]:

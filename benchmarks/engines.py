@@ -124,7 +124,7 @@ def raw_decode(engine: Any, tokenizer: Any, batch: int, new: int = 32) -> float:
 
 def clarify_eval(engine: Any, limit: int, concurrency: int) -> dict[str, float]:
     """``agentgym eval clarify/test -a hf:smollm2 --limit N -c C`` with ``engine`` underneath."""
-    from agentgym.agents.llm import ChatAgent
+    from agentgym.chat_agent import ChatAgent
     from agentgym.llm.clients import ClientOptions, HFClient
     from agentgym.runner import evaluate
     from agentgym.task import TaskSuite

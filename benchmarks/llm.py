@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 import agentgym
-from agentgym.agents.llm import ChatAgent, ChatAgentConfig
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig
 from agentgym.llm.clients import ClientOptions, HFClient
 from agentgym.llm.engine import LocalEngine
 from agentgym.llm.tiny import TinyModelConfig, init_model

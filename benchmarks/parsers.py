@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import agentgym
-from agentgym.agents.llm import parse_action
+from agentgym.chat_agent import parse_action
 from agentgym.envs.kbqa import actions as kbqa
 from agentgym.envs.social import llm_judge, llm_partner
 from agentgym.envs.tooluse import actions as tooluse

@@ -25,7 +25,7 @@ import numpy as np
 import agentgym
 from agentgym.agent import agent_factory
 from agentgym.agents.also import STRATEGY_SETS
-from agentgym.agents.llm import ChatAgent, ChatAgentConfig
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig
 from agentgym.task import Task, TaskSuite
 from agentgym.testing import ScriptedClient
 from experiments import also, kit

@@ -195,7 +195,9 @@ def evaluate(trainer: Any, tasks: list[Task]) -> list[dict[str, Any]]:
             "success": bool(ep.episode.success),
             "ok": ep.ok,
             "switches": [
-                i for i, t in enumerate(ep.turns) if t.route is not None and t.route.switched
+                i
+                for i, t in enumerate(ep.turns)
+                if t.adapter_record is not None and t.adapter_record.switched
             ],
             "boundary": boundary(ep.episode),
             "turns": len(ep.turns),

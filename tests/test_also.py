@@ -17,7 +17,7 @@ from agentgym.agents.also import (
     parse_spec,
     softmax,
 )
-from agentgym.agents.llm import ChatAgent
+from agentgym.chat_agent import ChatAgent
 from agentgym.envs.social import parallel_env
 from agentgym.envs.social.scripted import ScriptedPlayer, scripted_agent
 from agentgym.task import TaskSuite

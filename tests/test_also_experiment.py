@@ -29,7 +29,7 @@ def test_episode_sends_a_chat_agents_text_to_the_env():
     """A model negotiator returns an Action (text + usage); the env must get its text, so its
     moves count (a non-str action is invalid in every env)."""
     import agentgym
-    from agentgym.agents.llm import ChatAgent
+    from agentgym.chat_agent import ChatAgent
     from agentgym.testing import ScriptedClient
     from experiments import also
 

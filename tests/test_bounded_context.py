@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentgym.agents.context import BoundedHistory, bounded_prompt, play_rows
-from agentgym.agents.llm import chat_agent
+from agentgym.agents.context import play_rows
+from agentgym.bounded_context import BoundedHistory, bounded_prompt
+from agentgym.chat_agent import chat_agent
 from agentgym.envs.household.env import HouseholdEnv
 from agentgym.task import TaskSuite
 

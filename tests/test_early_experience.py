@@ -7,7 +7,7 @@ import pytest
 import agentgym
 from agentgym.agent import ExpertAgent
 from agentgym.agents import early_experience as ee
-from agentgym.agents.llm import parse_action
+from agentgym.chat_agent import parse_action
 from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
 from agentgym.testing.scripted_client import ScriptedClient
@@ -129,7 +129,7 @@ def test_imitation_rows_are_the_expert_episodes(branched):
 def test_token_episodes_train_only_weighted_turns(tiny_model, tmp_path):
     from agentgym.train.chat import ChatFormat
     from agentgym.train.policy import load_tokenizer
-    from agentgym.train.sft import load_rows
+    from agentgym.train.sft import load_rows, rows_to_episodes
 
     env = agentgym.make("Household-v0")
     trajs = ee.collect(env, TaskSuite.load("household/valid_unseen").tasks[:1], k=2)
@@ -138,7 +138,7 @@ def test_token_episodes_train_only_weighted_turns(tiny_model, tmp_path):
     assert ee.write_rows(rows, path) == len(rows)
     tok = load_tokenizer(tiny_model)
     chat = ChatFormat(tok)
-    for row, ep in zip(rows, ee.token_episodes(chat, load_rows(path)), strict=True):
+    for row, ep in zip(rows, rows_to_episodes(chat, load_rows(path), ""), strict=True):
         trained = [i for i, m in zip(ep.ids, ep.mask, strict=True) if m]
         assert len(ep.turns) == 1
         assert tok.decode(trained) == row["messages"][-1]["content"] + tok.eos_token

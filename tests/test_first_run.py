@@ -72,10 +72,10 @@ def test_the_report_tells_two_runs_of_one_agent_apart(tmp_path):
 
 def test_training_runs_record_the_git_commit(tmp_path):
     from agentgym.train.config import load_config
-    from agentgym.train.trainer import _open_store
+    from agentgym.train.runlog import open_store
 
     cfg = load_config(ROOT / "configs" / "clarify_sft.yaml", [f"db={tmp_path / 'runs.db'}"])
-    store, run_id = _open_store(cfg)
+    store, run_id = open_store(cfg)
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     assert head.returncode == 0  # the tests run in a git checkout
     assert store.run(run_id)["git_sha"] == head.stdout.strip()  # was empty, eval runs had it

@@ -14,7 +14,7 @@ import re
 import pytest
 
 import agentgym
-from agentgym.agents.llm import FormatError, parse_action
+from agentgym.chat_agent import FormatError, parse_action
 from agentgym.envs.kbqa import actions as kbqa
 from agentgym.envs.social import llm_judge, llm_partner
 from agentgym.envs.tooluse import actions as tooluse

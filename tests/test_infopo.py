@@ -160,15 +160,15 @@ def test_credit_function_is_registered_and_reads_options(lm):
         _episode(tok, ["Yes."], ["ask[color=blue]", "answer[2]"]),
     ]
     fn = get_credit("infopo")
-    ctx = CreditContext(AlgoConfig(credit="infopo", options={"beta": 0.5}), model, metrics={})
+    algo = AlgoConfig(credit="infopo", options={"beta": 0.5})
+    ctx = CreditContext(algo, model, metrics={}, tokenizer=tok)
     out = fn(eps, ctx)
     grpo = get_credit("grpo")(eps, ctx)
     assert all(np.all(g == 0) for g in grpo)  # tied group: GRPO has no signal
     assert any(np.any(o != 0) for o in out)  # InfoPO does
     assert ctx.metrics["infopo_gate"] == 0.5 and ctx.metrics["infopo_turns"] == 3
-    bad = CreditContext(AlgoConfig(options={"betta": 1}), model)
-    with pytest.raises(ValidationError, match="betta"):
-        fn(eps, bad)
+    with pytest.raises(ValidationError, match="betta"):  # when the config loads
+        AlgoConfig(credit="infopo", options={"betta": 1})
     with pytest.raises(ValueError, match="no policy"):
         fn(eps, CreditContext(AlgoConfig()))
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import agentgym
-from agentgym.agents.llm import ChatAgent, ChatAgentConfig, FormatError, parse_action
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig, FormatError, parse_action
 from agentgym.llm import ChatRequest, make_client
 from agentgym.llm.clients import ClientOptions, HFClient
 from agentgym.llm.sampling import turn_seed

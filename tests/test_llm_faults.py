@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 import agentgym
-from agentgym.agents.llm import ChatAgent, ChatAgentConfig
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig
 from agentgym.llm.clients import ClientOptions, OpenAIClient
 from agentgym.llm.retry import RetryPolicy
 from agentgym.testing import noop_suite

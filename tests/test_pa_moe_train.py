@@ -79,7 +79,7 @@ def routed(tiny_model):
         jobs,
         Sampling(max_turns=4, max_new_tokens=6, temperature=1.0),
         seed=1,
-        router=hook.router(0, explore=True, seed=2),
+        picker=hook.adapter_picker(0, explore=True, seed=2),
     )
     return hook, episodes
 
@@ -88,16 +88,18 @@ def test_every_turn_records_its_expert_and_route(routed):
     hook, episodes = routed
     turns = [t for ep in episodes for t in ep.turns]
     assert all(ep.ok for ep in episodes) and len(turns) == 6 * 4
-    assert all(t.expert == t.route.expert and t.route.tau == 1.0 for t in turns)
-    assert len({t.expert for t in turns}) == 3, "sampled routes should use every expert"
-    assert any(t.route.switched for t in turns)
+    assert all(t.adapter == t.adapter_record.expert and t.adapter_record.tau == 1.0 for t in turns)
+    assert len({t.adapter for t in turns}) == 3, "sampled routes should use every expert"
+    assert any(t.adapter_record.switched for t in turns)
     metrics = pmt.routing_metrics(episodes, 3)
     assert sum(metrics[f"expert_share_{k}"] for k in range(3)) == pytest.approx(1.0)
-    per_episode = [sum(t.route.switched for t in ep.turns) for ep in episodes]
+    per_episode = [sum(t.adapter_record.switched for t in ep.turns) for ep in episodes]
     assert metrics["switches"] == pytest.approx(sum(per_episode) / len(episodes))
     # the router's record replays: the logprob of each choice under the same router and tau
-    replay = pm.route_logprobs(hook.policy.router, [t.route for t in turns], 1.0)[0]
-    assert torch.allclose(replay, torch.tensor([t.route.logprob for t in turns]), atol=1e-5)
+    replay = pm.route_logprobs(hook.policy.router, [t.adapter_record for t in turns], 1.0)[0]
+    assert torch.allclose(
+        replay, torch.tensor([t.adapter_record.logprob for t in turns]), atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("layout", ["step", "episode"])
@@ -123,7 +125,7 @@ def test_rollout_logprobs_equal_teacher_forcing_under_the_routed_expert(routed, 
 
 def test_switch_penalty_and_load_balance_change_the_loss_as_stated(routed):
     hook, episodes = routed
-    routes = [t.route for ep in episodes for t in ep.turns]
+    routes = [t.adapter_record for ep in episodes for t in ep.turns]
     advantages = [0.5 * ((i % 3) - 1) for i in range(len(routes))]
     cfg = pm.PAMoEConfig.model_validate(OPTIONS)
     plain = cfg.model_copy(update={"switch_penalty": 0.0, "lb_coef": 0.0})
@@ -205,7 +207,7 @@ def test_checkpoint_reloads_and_evaluates_via_the_agent_spec(household_run):
     env = agentgym.make("Household-v0")
     agent = pm.pa_moe_agent(str(final), env)
     loaded = agent.policy
-    from agentgym.agents.llm import hf_agent
+    from agentgym.chat_agent import hf_agent
 
     assert isinstance(hf_agent(str(final), env), type(agent))  # hf:PATH finds the router too
     assert not _changed(_router(trainer), loaded.router.state_dict())

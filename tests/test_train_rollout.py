@@ -166,7 +166,7 @@ def test_an_episode_samples_the_same_text_alone_or_in_any_batch(policy):
 
 def test_rollouts_use_the_env_s_sampling_spec(policy):
     """A one-line env stops every action at a newline, as ``agentgym eval``'s agent does."""
-    from agentgym.agents.llm import ChatAgent
+    from agentgym.chat_agent import ChatAgent
     from agentgym.llm.sampling import SamplingSpec
     from agentgym.registry import make, spec
     from agentgym.testing import ScriptedClient

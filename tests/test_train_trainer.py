@@ -178,10 +178,10 @@ def test_metrics_go_to_the_store(sft_noop, noop_tasks, tmp_path):
     trainer.run()
     trainer.close()
     store = Store(tmp_path / "m.db")
-    rows = store.train_metrics(trainer.run_id)
+    rows = store.train_metrics(trainer.runlog.run_id)
     names = {r["name"] for r in rows}
     assert {"reward", "success", "acr", "errors", "entropy", "tokens_per_s", "steps_per_s"} <= names
-    assert store.run(trainer.run_id)["agent"].startswith("train:grpo:")
+    assert store.run(trainer.runlog.run_id)["agent"].startswith("train:grpo:")
 
 
 def test_config_overrides_and_errors(tmp_path):
@@ -197,6 +197,11 @@ def test_config_overrides_and_errors(tmp_path):
         load_config(path, ["algo.name=dpo"])
     with pytest.raises(FileNotFoundError, match="no config file"):
         load_config(tmp_path / "missing.yaml")
+    # a credit function's options are checked when the config loads, not at the first step
+    with pytest.raises(ValueError, match="unknown credit function 'gipgo'"):
+        load_config(path, ["algo.credit=gipgo"])
+    with pytest.raises(ValueError, match=r"algo.options \['beta'\]: 'grpo' takes no options"):
+        load_config(path, ["algo.options={beta: 0.5}"])
 
 
 def test_cli_train(sft_noop, noop_tasks, tmp_path):
@@ -260,8 +265,13 @@ def _doc_example(name: str) -> str:
     ("example", "over"),
     [("algorithm", {"algo.name": "reinforce"}), ("credit", {"algo.credit": "raw_return"})],
 )
-def test_docs_plugin_examples_train(example, over, sft_noop, noop_tasks, tmp_path):
+def test_docs_plugin_examples_train(example, over, sft_noop, noop_tasks, tmp_path, monkeypatch):
     """docs/methods.md's "adding an algorithm / a credit function" examples, run as written."""
+    from agentgym.train import algorithm, credit
+
+    for registry in (algorithm._ALGORITHMS, credit._CREDITS):  # the examples' entries end here
+        registry.names()
+        monkeypatch.setattr(registry, "items", dict(registry.items))
     exec(compile(_doc_example(example), f"docs/methods.md:{example}", "exec"), {})
     final, _ = sft_noop
     trainer = Trainer(_cfg(final, noop_tasks, tmp_path, **over, steps=1))

@@ -1,6 +1,6 @@
 """One sampling spec for an env's actions, and seeds that follow the job.
 
-``agentgym eval``'s :class:`~agentgym.agents.llm.ChatAgent`, the trainer's rollouts and its
+``agentgym eval``'s :class:`~agentgym.chat_agent.ChatAgent`, the trainer's rollouts and its
 held-out evaluation all build their requests from :meth:`SamplingSpec.for_env`: the env's
 ``action_max_tokens``, a ``"\\n"`` stop where its actions are one line (``one_line_actions``),
 and the caller's temperature and top-p. So a checkpoint samples the same way whichever of them

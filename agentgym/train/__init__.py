@@ -16,8 +16,12 @@ Credit              pure functions in ``advantages.py``; plug new ones in with
 Failures            episodes with ``status="error"`` are out of group statistics and the loss,
                     and counted (metric ``errors``)
 Checkpoints         ``save_pretrained`` + optimizer, value head and RNG state; exact resume
-Metrics             console and the store's ``train_metrics`` table: reward, success, ACR,
-                    KL, entropy, clip fraction, tokens/s, steps/s, errors
+                    (:mod:`~agentgym.train.checkpoint`)
+Held-out eval       :mod:`~agentgym.train.heldout`: ``agentgym eval``'s seeds, success with a
+                    Wilson interval, the episodes stored as a run of their own
+Metrics             :class:`~agentgym.train.runlog.RunLog`: console and the store's
+                    ``train_metrics`` table: reward, success, ACR, KL, entropy, clip fraction,
+                    tokens/s, steps/s, errors
 ==================  ============================================================================
 """
 

@@ -54,8 +54,9 @@ class AlgorithmSpec:
     """``(model, config) -> algorithm``."""
     rollouts: bool = True
     """Trains on its own rollouts (RL); False: on the demonstrations of ``sft.data`` (SFT)."""
-    routable: bool = False
-    """Can train a routed policy (``model.policy``): its loss needs only per-token logprobs."""
+    logprobs_only: bool = False
+    """Its loss reads only per-token logprobs (no hidden states, no value head), so it can train
+    a policy whose model computes them per turn's adapter (``model.policy``)."""
 
 
 def _builtins() -> None:

@@ -76,3 +76,13 @@ def load_state(
 
 def step_dir(out_dir: str | Path, step: int) -> Path:
     return Path(out_dir) / f"step-{step:06d}"
+
+
+def save_merged(directory: Path, model: Any, tokenizer: Any) -> Path:
+    """A plain checkpoint (LoRA merged into the weights) that loads as ``--agent hf:DIRECTORY``."""
+    from agentgym.train.policy import is_peft
+
+    model = model.merge_and_unload() if is_peft(model) else model
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

@@ -70,8 +70,8 @@ def _progress_bar(trainer: Trainer, console: Any) -> Iterator[None]:
             )
             bar.update(job, completed=int(metrics.get("step", trainer.step)), last=last)
 
-        trainer.on_log = on_log
+        trainer.runlog.on_log = on_log
         try:
             yield
         finally:
-            trainer.on_log = None
+            trainer.runlog.on_log = None

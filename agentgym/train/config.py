@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.policy import LoraConfig
@@ -38,8 +46,8 @@ class ModelConfig(_Strict):
     lora: LoraConfig | None = None
     """Train LoRA adapters (peft) instead of all weights."""
     policy: str | None = None
-    """A step-routed policy around the model, by name (``pa_moe``: LoRA experts and a phase
-    router; :func:`agentgym.train.policy.register_policy`); None: the plain causal LM."""
+    """A policy around the model that picks an adapter per turn, by name (``pa_moe``:
+    ``agents/pa_moe``; :func:`agentgym.train.policy.register_policy`); None: the plain causal LM."""
     policy_options: dict[str, Any] = {}
     """Settings of ``policy`` (PA-MoE: the fields of ``PAMoEConfig``)."""
 
@@ -96,14 +104,14 @@ class RolloutConfig(_Strict):
     """An episode whose context would exceed this ends with status ``limit``."""
     history: int | None = Field(default=None, ge=0)
     """Bounded context: every turn's prompt is the task, the last ``history`` steps, the
-    observation and the admissible actions (``agents/context.py``), as the chat agent's
+    observation and the admissible actions (``agentgym/bounded_context.py``), as the chat agent's
     ``?history=K`` builds it; needs ``algo.layout: step``. None: one growing chat."""
     max_batch_size: int = Field(default=64, ge=1)
     """Sequences per generation batch."""
     prefix_cache_mb: int = Field(default=2048, ge=0)
     """Keys and values of the episodes' earlier turns, kept so a later turn prefills only its
-    new tokens. Cleared before every rollout batch (the weights change between); a routed
-    policy (its adapter changes per step) never uses it. 0 turns it off."""
+    new tokens. Cleared before every rollout batch (the weights change between); a policy with
+    per-turn adapters (``model.policy``) never uses it. 0 turns it off."""
     engine: Literal["local", "vllm"] = "local"
     """What generates: ``local`` (transformers, the policy's own module) or ``vllm`` (the vllm
     extra: the engine is synced to the policy after every update, LoRA adapters or all weights,
@@ -165,7 +173,9 @@ class AlgoConfig(_Strict):
     advantage 0 (groups that tied); exact when kl_coef and entropy_coef are 0, since such rows
     then have zero gradient (their tokens still count in the token-mean's denominator)."""
     options: dict[str, Any] = {}
-    """Extra settings for plugin credit functions (e.g. InfoPO's beta and tau)."""
+    """Settings of the credit function (e.g. InfoPO's beta and tau), checked when the config
+    loads against the model the function declares (:mod:`agentgym.train.credit`)."""
+    _credit_options: Any = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -177,6 +187,30 @@ class AlgoConfig(_Strict):
         except KeyError as e:
             raise ValueError(e.args[0]) from None
         return name
+
+    @model_validator(mode="after")
+    def _typed_options(self) -> AlgoConfig:
+        from agentgym.train.credit import find_credit, get_credit
+
+        try:
+            fn = get_credit(self.credit) if self.credit else find_credit(self.name)
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+        model = getattr(fn, "options", None)
+        credit = self.credit or self.name
+        if model is None and self.options:
+            raise ValueError(f"algo.options {sorted(self.options)}: {credit!r} takes no options")
+        if model is not None:
+            try:
+                self._credit_options = model.model_validate(self.options)
+            except ValidationError as e:
+                raise ValueError(f"algo.options of {credit!r}: {e}") from None
+        return self
+
+    @property
+    def credit_options(self) -> Any:
+        """``options`` as the credit function's typed model (None: it declares none)."""
+        return self._credit_options
 
 
 class OptimConfig(_Strict):
@@ -267,16 +301,16 @@ class TrainConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _routed_policy_fits(self) -> TrainConfig:
+    def _policy_fits(self) -> TrainConfig:
         if self.model.policy is None:
             return self
         from agentgym.train.algorithm import algorithm_names, get_algorithm
 
-        if not get_algorithm(self.algo.name).routable:
-            routable = [n for n in algorithm_names() if get_algorithm(n).routable]
+        if not get_algorithm(self.algo.name).logprobs_only:
+            fit = [n for n in algorithm_names() if get_algorithm(n).logprobs_only]
             raise ValueError(
-                f"model.policy {self.model.policy!r} routes each step to an adapter at rollout; "
-                f"it trains with {', '.join(routable)}, not {self.algo.name}"
+                f"model.policy {self.model.policy!r} picks an adapter per turn at rollout; "
+                f"it trains with {', '.join(fit)}, not {self.algo.name}"
             )
         if self.model.lora is not None:
             raise ValueError(
@@ -284,7 +318,7 @@ class TrainConfig(_Strict):
             )
         if self.rollout.engine == "vllm":
             raise ValueError(
-                f"model.policy {self.model.policy!r} routes each step to its own adapter, which "
+                f"model.policy {self.model.policy!r} picks an adapter per turn, which "
                 "rollout.engine vllm does not do: use rollout.engine local"
             )
         return self

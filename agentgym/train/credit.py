@@ -1,9 +1,12 @@
 """Credit functions: rollout episodes -> per-token advantages; a registry so methods plug in.
 
 A credit function gets the batch's episodes (errors included, so it can see them and must give
-them zeros) and a :class:`CreditContext` (the algorithm config and, for methods that score
-counterfactuals such as InfoPO, the policy). It returns one array per episode, aligned with the
-episode's token ids. Register new ones with :func:`register_credit`; ``algo.credit`` picks one.
+them zeros) and a :class:`CreditContext` (the algorithm config, its own typed options and, for
+methods that score counterfactuals such as InfoPO, the policy and its tokenizer). It returns one
+array per episode, aligned with the episode's token ids. Register new ones with
+:func:`register_credit`; ``algo.credit`` picks one. A credit function with settings declares them
+as a pydantic model in its ``options`` attribute: ``algo.options`` is checked against it when the
+config loads, and the function reads the typed result as ``ctx.options``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ class CreditContext:
     """The trainer's policy model (for counterfactual scoring); None in pure tests."""
     metrics: dict[str, float] | None = None
     """A credit function may record metrics here (they go to the console and the store)."""
+    tokenizer: Any = None
+    """The policy's tokenizer (to encode text a credit function writes into a context)."""
+
+    @property
+    def options(self) -> Any:
+        """``algo.options`` as the credit function's ``options`` model, checked at config load;
+        None when the function declares no options."""
+        return self.algo.credit_options
 
 
 CreditFn = Callable[[Sequence[TokenEpisode], CreditContext], list[np.ndarray]]
@@ -50,6 +61,11 @@ def register_credit(name: str, fn: CreditFn) -> CreditFn:
 def get_credit(name: str) -> CreditFn:
     """A built-in credit function, or one from the ``agentgym.credits`` entry points (InfoPO)."""
     return _CREDITS.get(name)
+
+
+def find_credit(name: str) -> CreditFn | None:
+    """The credit function called ``name``, or None (an algorithm with none of its own)."""
+    return _CREDITS.find(name)
 
 
 def episode_arrays(episodes: Sequence[TokenEpisode]) -> tuple[np.ndarray, list[str], np.ndarray]:

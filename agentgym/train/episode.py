@@ -27,10 +27,10 @@ class Turn:
     reward: float
     state_key: str
     """The observation the action answered (GiGPO's anchor state)."""
-    expert: int | None = None
-    """The adapter that generated the action (a routed policy, ``model.policy``), else None."""
-    route: Any = None
-    """The router's record of this step (what it read, chose, and the choice's logprob)."""
+    adapter: int | None = None
+    """The adapter that generated the action (a policy with several, ``model.policy``), else None."""
+    adapter_record: Any = None
+    """What the policy's adapter picker recorded of its choice (for the policy's own loss)."""
     context_start: int = 0
     """Where the prompt this action was generated from starts: 0 for one growing chat; the
     turn's own prompt with a bounded context (``rollout.history``), whose step rows start there."""

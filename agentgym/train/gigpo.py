@@ -53,4 +53,4 @@ def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
 
 
 register_credit("gigpo", gigpo_credit_with())
-register_algorithm("gigpo", AlgorithmSpec(policy_gradient, routable=True))
+register_algorithm("gigpo", AlgorithmSpec(policy_gradient, logprobs_only=True))

@@ -103,4 +103,4 @@ def policy_gradient(model: Any, cfg: TrainConfig) -> PolicyGradient:
     return PolicyGradient(model, cfg.algo, get_credit(cfg.algo.credit or cfg.algo.name))
 
 
-register_algorithm("grpo", AlgorithmSpec(policy_gradient, routable=True))
+register_algorithm("grpo", AlgorithmSpec(policy_gradient, logprobs_only=True))

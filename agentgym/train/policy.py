@@ -1,11 +1,11 @@
 """The policy: any Hugging Face causal LM (optionally with LoRA adapters), its tokenizer, a
 reference for KL, and the per-token logprob/entropy computation every algorithm shares.
 
-A *routed policy* (``model.policy``, e.g. PA-MoE) replaces the plain model: a factory registered
-by name (:func:`register_policy`, or the ``agentgym.policies`` entry points) builds a
-:class:`RoutedPolicy`, whose ``model`` picks an adapter per environment step at rollout and, given
-the episodes of an update (``bind``), computes every row's logits under the adapter that sampled
-each action (``forward_batch``); its own modules (a router) train with an extra loss.
+A policy with several adapters (``model.policy``, e.g. PA-MoE) replaces the plain model: a
+factory registered by name (:func:`register_policy`, or the ``agentgym.policies`` entry points)
+builds a :class:`Policy` whose adapter picker chooses the adapter of every turn at rollout and
+whose ``model``, given the episodes of an update (``bind``), computes every row's logits under the
+adapter that sampled each action (``forward_batch``); its own modules train with an extra loss.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class Reference:
 
 
 def forward(model: Any, mb: Batch, hidden: bool = False) -> Any:
-    """The model's output on ``mb``; a routed policy's model computes it per step's adapter."""
+    """The model's output on ``mb``; a multi-adapter policy's model computes it per turn's adapter."""
     if hasattr(model, "forward_batch"):
         return model.forward_batch(mb, hidden)
     return model(
@@ -207,7 +207,7 @@ def token_logprobs(
     For a plain causal LM the vocabulary-sized head then runs at those positions only: with a
     49k vocabulary and losses on action tokens alone, that skips most of the head's compute and
     the [rows, length, vocab] log-softmax of every context token. Same values otherwise.
-    ``states``: the decoder's last hidden states of ``mb`` by a cheaper route, if it has one
+    ``states``: the decoder's last hidden states of ``mb`` by a cheaper path, if it has one
     (:class:`~agentgym.train.frozen.FrozenPrefix`; None from it: run the decoder).
     """
     head = _decoder_and_head(model) if only is not None or states is not None else None
@@ -235,7 +235,7 @@ def token_logprobs(
 
 def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
     """(decoder returning normed hidden states, LM head) of a plain causal LM whose logits are
-    ``head(hidden)``; None for anything else (routed policies, logit scaling or soft-capping)."""
+    ``head(hidden)``; None for anything else (a ``forward_batch``, logit scaling or soft-capping)."""
     if hasattr(model, "forward_batch"):
         return None
     base = model.get_base_model() if is_peft(model) else model
@@ -250,23 +250,25 @@ def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
     return decoder, head
 
 
-# ============================================================================ routed policies
-class RoutedPolicy(Protocol):
-    """What the trainer asks of its policy: the one hook for step-routed policies
-    (``model.policy``; PA-MoE is one), met by :class:`PlainPolicy` for a plain causal LM."""
+# ============================================================================ the policy hook
+class Policy(Protocol):
+    """What the trainer asks of its policy: the one hook for policies that pick an adapter per
+    turn (``model.policy``; PA-MoE is one), met by :class:`PlainPolicy` for a plain causal LM."""
 
     model: Any
-    """The module trained and generated with (a routed one has ``forward_batch(mb, hidden)``)."""
-    routed: bool
-    """True when steps go to different adapters: the update's rows then stay in the order they
-    were bound, and the weights do not merge into one model."""
+    """The module trained and generated with (with per-turn adapters it has
+    ``forward_batch(mb, hidden)``)."""
+    per_turn_adapters: bool
+    """True when turns go to different adapters: the update's rows then stay in the order they
+    were bound, rollouts keep no prefix cache, and the weights do not merge into one model."""
 
     def modules(self) -> dict[str, torch.nn.Module]:
-        """Trainable modules besides ``model`` (a router): optimised and saved in checkpoints."""
+        """Trainable modules besides ``model``: optimised and saved in checkpoints."""
         ...
 
-    def router(self, step: int, explore: bool, seed: int) -> Any:
-        """The rollout's :class:`~agentgym.train.rollout.StepRouter` (sampled if ``explore``)."""
+    def adapter_picker(self, step: int, explore: bool, seed: int) -> Any:
+        """Which adapter generates each turn of a rollout
+        (:class:`~agentgym.train.rollout.AdapterPicker`; sampled if ``explore``); None: the model."""
         ...
 
     def bind(
@@ -276,20 +278,20 @@ class RoutedPolicy(Protocol):
         ...
 
     def loss(self) -> tuple[torch.Tensor | None, dict[str, float]]:
-        """The extra loss of the bound episodes (the router's), added once per epoch; None: none."""
+        """The policy's own loss on the bound episodes, added once per epoch; None: none."""
         ...
 
     def save(self, directory: Path) -> None:
-        """Write what an agent spec needs besides the adapters (router, config), including
+        """Write what an agent spec needs besides the adapters (its modules, config), including
         ``NAME.json`` for the policy registered as ``NAME``: ``hf:DIRECTORY`` then loads the
         checkpoint with the agent registered under the same name."""
         ...
 
 
 class PlainPolicy:
-    """A plain causal LM as the trainer's policy: nothing routed, bound, added or saved."""
+    """A plain causal LM as the trainer's policy: one adapter, nothing bound, added or saved."""
 
-    routed = False
+    per_turn_adapters = False
 
     def __init__(self, model: Any) -> None:
         self.model = model
@@ -297,7 +299,7 @@ class PlainPolicy:
     def modules(self) -> dict[str, torch.nn.Module]:
         return {}
 
-    def router(self, step: int, explore: bool, seed: int) -> None:
+    def adapter_picker(self, step: int, explore: bool, seed: int) -> None:
         return None
 
     def bind(
@@ -312,8 +314,8 @@ class PlainPolicy:
         return None
 
 
-PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], RoutedPolicy]
-"""``(model path, device, options, tokenizer, checkpoint to resume or None) -> RoutedPolicy``."""
+PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], Policy]
+"""``(model path, device, options, tokenizer, checkpoint to resume or None) -> Policy``."""
 _POLICIES: Registry[PolicyFactory] = Registry("model.policy", "agentgym.policies")
 
 

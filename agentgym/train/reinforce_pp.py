@@ -26,4 +26,4 @@ def reinforce_pp_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) ->
 
 
 register_credit("reinforce_pp", reinforce_pp_credit)
-register_algorithm("reinforce_pp", AlgorithmSpec(policy_gradient, routable=True))
+register_algorithm("reinforce_pp", AlgorithmSpec(policy_gradient, logprobs_only=True))

@@ -3,13 +3,13 @@
 All episodes of a rollout batch are in flight together: each turn, the running token ids of every
 active episode go to the engine as one batch (``LocalEngine.generate_batch``), the sampled ids
 and their logprobs are appended as generated, actions are parsed from the sampled text
-(``agents/llm.py``'s ``parse_action``), the env pool steps them all, and each observation is
+(:func:`agentgym.chat_agent.parse_action`), the env pool steps them all, and each observation is
 appended as the chat template's observation turn. Env failures end that episode with
 ``status="error"``; they never end the batch.
 
-With a :class:`StepRouter` (a routed policy such as PA-MoE), each turn first routes every active
-episode to one adapter from its goal and observations, then generates once per adapter for the
-episodes routed to it; each turn records its adapter and the router's record.
+With an :class:`AdapterPicker` (a policy with several adapters, ``model.policy``), each turn first
+picks one adapter for every active episode from its instruction and observations, then generates
+once per adapter for the episodes it picked; each turn records its adapter and the picker's record.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentgym.agents.context import BoundedHistory
-from agentgym.agents.llm import FormatError, parse_action
+from agentgym.bounded_context import BoundedHistory
+from agentgym.chat_agent import FormatError, parse_action
 from agentgym.episode import Episode, Step, Usage
 from agentgym.llm.sampling import SamplingSpec, derive_seed, turn_seed  # noqa: F401 (re-exported)
 from agentgym.task import Task
@@ -49,7 +49,7 @@ class Sampling:
     top_p: float = 1.0
     max_context_tokens: int = 4096
     history: int | None = None
-    """Bounded context (``agents/context.py``): every turn a fresh prompt of the task, the last
+    """Bounded context (:mod:`agentgym.bounded_context`): every turn a fresh prompt of the task, the last
     ``history`` steps, the observation and the admissible actions; None: one growing chat."""
     stop: tuple[str, ...] = ()
     """Stop strings (``"\n"`` for an env with one-line actions: see :meth:`from_spec`)."""
@@ -95,19 +95,21 @@ class RolloutStats:
         return self.generated_tokens / self.wall_s if self.wall_s else 0.0
 
 
-class StepRouter(Protocol):
-    """Picks the adapter of every step before it is generated (a routed policy's rollout side)."""
+class AdapterPicker(Protocol):
+    """Which adapter generates each turn, picked before it is generated (the rollout side of a
+    policy with several adapters; why it picks one is the policy's business)."""
 
-    def start(self, goal: str) -> Any:
-        """Routing state of a new episode with this instruction."""
+    def start(self, instruction: str) -> Any:
+        """The picker's state of a new episode with this instruction."""
         ...
 
-    def route(self, states: Sequence[Any], observations: Sequence[str]) -> list[Any]:
-        """One record per episode (with an ``expert`` index); updates ``states``."""
+    def pick(self, states: Sequence[Any], observations: Sequence[str]) -> list[tuple[int, Any]]:
+        """Per episode, the adapter of its next turn and a record kept on the turn
+        (``Turn.adapter_record``); updates ``states``."""
         ...
 
-    def use(self, expert: int) -> None:
-        """Make ``expert``'s adapter the one that generates."""
+    def use(self, adapter: int) -> None:
+        """Make ``adapter`` the one that generates."""
         ...
 
 
@@ -119,8 +121,9 @@ class _Live:
     last_observation: str = ""
     action_start: int = 0
     gen: Any = None
-    route_state: Any = None
-    route: Any = None
+    pick_state: Any = None
+    pick: tuple[int, Any] | None = None
+    """This turn's adapter and the picker's record of it."""
     bounded: BoundedHistory | None = None
     context_start: int = 0
     """Where the prompt of the next action starts in ``ep.ids`` (> 0 only with a bounded context)."""
@@ -133,7 +136,7 @@ def collect(
     jobs: list[Job],
     sampling: Sampling,
     seed: int,
-    router: StepRouter | None = None,
+    picker: AdapterPicker | None = None,
 ) -> tuple[list[TokenEpisode], RolloutStats]:
     """Roll out every job to the end; return the episodes in job order and the throughput."""
     stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
@@ -144,17 +147,17 @@ def collect(
     for lv, out in zip(live, resets, strict=True):
         lv.bounded = None if sampling.history is None else BoundedHistory(sampling.history)
         _start(lv, out, chat, pool.system_prompt)
-        if router is not None and lv.ep.ok:
-            lv.route_state = router.start(lv.ep.episode.instruction)
+        if picker is not None and lv.ep.ok:
+            lv.pick_state = picker.start(lv.ep.episode.instruction)
     active = [i for i, lv in enumerate(live) if lv.ep.ok]
     for turn in range(sampling.max_turns):
         active = [i for i in active if _fits(live[i], sampling)]
         if not active:
             break
-        if router is not None:
-            _route(router, live, active)
+        if picker is not None:
+            _pick(picker, live, active)
         seeds = {i: _seed(jobs[i], turn) for i in active}
-        actions = _act(engine, live, active, sampling, seeds, stats, pool, router)
+        actions = _act(engine, live, active, sampling, seeds, stats, pool, picker)
         t0 = time.perf_counter()
         outcomes = pool.step(actions)
         stats.env_s += time.perf_counter() - t0
@@ -206,19 +209,19 @@ def _act(
     seeds: dict[int, int],
     stats: RolloutStats,
     pool: EnvPool,
-    router: StepRouter | None = None,
+    picker: AdapterPicker | None = None,
 ) -> dict[int, str]:
     """Batched generation for all active episodes; append the samples; parse the actions."""
     t0 = time.perf_counter()
-    if router is None:
+    if picker is None:
         gens = _generate(engine, [_context(live[i]) for i in active], sampling, active, seeds)
-    else:  # one generation batch per expert, each episode with the expert it was routed to
-        by_expert: dict[int, list[int]] = {}
+    else:  # one generation batch per adapter, each episode with the adapter picked for it
+        by_adapter: dict[int, list[int]] = {}
         for i in active:
-            by_expert.setdefault(live[i].route.expert, []).append(i)
+            by_adapter.setdefault(_adapter(live[i]), []).append(i)
         generated: dict[int, Any] = {}
-        for expert, members in sorted(by_expert.items()):
-            router.use(expert)
+        for adapter, members in sorted(by_adapter.items()):
+            picker.use(adapter)
             prompts = [_context(live[i]) for i in members]
             out = _generate(engine, prompts, sampling, members, seeds)
             generated.update(zip(members, out, strict=True))
@@ -271,24 +274,30 @@ def _generate(
     )
 
 
-def _route(router: StepRouter, live: list[_Live], active: list[int]) -> None:
-    """Route every active episode's next step from its goal, observation and history."""
-    routes = router.route(
-        [live[i].route_state for i in active], [live[i].last_observation for i in active]
+def _pick(picker: AdapterPicker, live: list[_Live], active: list[int]) -> None:
+    """Pick the adapter of every active episode's next turn."""
+    picks = picker.pick(
+        [live[i].pick_state for i in active], [live[i].last_observation for i in active]
     )
-    for i, route in zip(active, routes, strict=True):
-        live[i].route = route
+    for i, pick in zip(active, picks, strict=True):
+        live[i].pick = pick
+
+
+def _adapter(lv: _Live) -> int:
+    if lv.pick is None:
+        raise RuntimeError("no adapter picked for this turn")
+    return int(lv.pick[0])
 
 
 def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
     ep, start, gen = lv.ep, lv.action_start, lv.gen
     end = len(ep.ids)
     state_key = lv.last_observation
-    expert = None if lv.route is None else int(lv.route.expert)
+    adapter, record = (None, None) if lv.pick is None else (_adapter(lv), lv.pick[1])
     context = lv.context_start
     if out.error is not None:
         ep.episode.status, ep.episode.error = "error", out.error
-        ep.turns.append(Turn(start, end, end, end, 0.0, state_key, expert, lv.route, context))
+        ep.turns.append(Turn(start, end, end, end, 0.0, state_key, adapter, record, context))
         return
     done = out.terminated or out.truncated
     if not done and lv.bounded is not None:  # the next turn's own prompt, after this action
@@ -299,7 +308,7 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
         ended_with_eos = bool(gen.token_ids) and gen.token_ids[-1] == chat.eos_id
         ep.extend(chat.observation(out.observation, ended_with_eos), mask=0)
     ep.turns.append(
-        Turn(start, end, end, len(ep.ids), out.reward, state_key, expert, lv.route, context)
+        Turn(start, end, end, len(ep.ids), out.reward, state_key, adapter, record, context)
     )
     lv.last_observation = out.observation
     ep.episode.reward += out.reward

@@ -4,15 +4,16 @@ Trajectories become :class:`TokenEpisode` rows through the same chat format the 
 so the policy is trained on exactly the token layout it will act in: the prompt, then each action
 (ending with the template's end-of-turn token, which the policy must learn to emit) with loss,
 then the observation turn without. Sources: the env's expert on the training tasks, agentgym
-episode JSONL (``agentgym export``), or chat rows (``{"messages": [...]}``).
+episode JSONL (``agentgym export``), or chat rows (``{"messages": [...]}``), whose assistant turns
+may carry OpenAI's fine-tuning ``"weight": 0`` (context only, no loss; early experience's rows).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,6 +29,9 @@ from agentgym.train.frozen import FrozenPrefix
 from agentgym.train.losses import weighted
 from agentgym.train.policy import token_logprobs
 
+if TYPE_CHECKING:
+    from agentgym.train.config import TrainConfig
+
 
 # ============================================================================ data
 def expert_episodes(env: Any, tasks: Iterable[Task], seed: int = 0) -> list[Episode]:
@@ -38,7 +42,8 @@ def expert_episodes(env: Any, tasks: Iterable[Task], seed: int = 0) -> list[Epis
 def from_messages(
     chat: ChatFormat, messages: Sequence[dict[str, Any]], group: str = ""
 ) -> TokenEpisode:
-    """A chat (system?, user, assistant, user, assistant, ...) as a token episode."""
+    """A chat (system?, user, assistant, user, assistant, ...) as a token episode; an assistant
+    turn with ``"weight": 0`` stays in the context without loss and without a turn."""
     system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
     turns = messages[1:] if system else messages
     if not turns or turns[0]["role"] != "user":
@@ -66,8 +71,22 @@ def from_messages(
                 0.0,
                 last.state_key,
             )
+    _drop_unweighted(ep, [m.get("weight", 1) for m in turns if m["role"] == "assistant"])
     ep.check()
     return ep
+
+
+def _drop_unweighted(ep: TokenEpisode, weights: list[Any]) -> None:
+    """Turn off the loss of the actions whose weight is 0, and drop their turns."""
+    kept = []
+    for turn, w in zip(ep.turns, weights, strict=True):
+        if w == 0:
+            ep.mask[turn.action_start : turn.action_end] = [0] * (
+                turn.action_end - turn.action_start
+            )
+        else:
+            kept.append(turn)
+    ep.turns = kept
 
 
 def from_episode(chat: ChatFormat, ep: Episode, system_prompt: str) -> TokenEpisode:
@@ -107,6 +126,24 @@ def rows_to_episodes(
         else:
             raise ValueError(f"row {n}: expected 'messages' (chat) or 'steps' (episode)")
     return out
+
+
+def demonstrations(
+    cfg: TrainConfig, chat: ChatFormat, system: str, tasks: Callable[[], list[Task]]
+) -> list[TokenEpisode]:
+    """The rows of ``cfg.sft.data``: the env's expert on the training ``tasks()``, or a JSONL
+    file of episodes or chats; only successful ones with ``sft.only_success``."""
+    if cfg.sft.data == "expert":
+        from agentgym.registry import make
+
+        env = make(cfg.env.id, **cfg.env.kwargs)
+        eps = expert_episodes(env, tasks(), cfg.seed)
+        eps = [e for e in eps if e.success or not cfg.sft.only_success]
+        return [from_episode(chat, e, system) for e in eps]
+    rows = load_rows(cfg.sft.data)
+    if cfg.sft.only_success:
+        rows = [r for r in rows if r.get("success", True)]
+    return rows_to_episodes(chat, rows, system)
 
 
 # ============================================================================ loss

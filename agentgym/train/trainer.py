@@ -2,17 +2,16 @@
 
 Algorithm logic lives in its own module (sft.py, grpo.py, reinforce_pp.py, gigpo.py, ppo.py),
 found by ``algo.name`` in the registry of :mod:`agentgym.train.algorithm`; this file is the
-plumbing: model and optimizer setup, rollouts with the policy being trained
-(batched generation through ``LocalEngine.from_model``), error accounting, gradient accumulation,
-mixed precision, checkpoints with exact resume, evaluation, and metrics to the console and the
-store.
+loop: model and optimizer setup, rollouts with the policy being trained (batched generation
+through ``LocalEngine.from_model``), error accounting, gradient accumulation and mixed precision.
+What is not the loop has its own module: held-out evaluation (:mod:`~agentgym.train.heldout`),
+the metrics log (:mod:`~agentgym.train.runlog`) and checkpoints (:mod:`~agentgym.train.checkpoint`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,9 @@ import numpy as np
 import torch
 
 from agentgym.llm.sampling import SamplingSpec
-from agentgym.metrics import wilson_interval
 from agentgym.registry import spec as spec_of
-from agentgym.runner import episode_seed, git_sha, run_id_for, versions
 from agentgym.task import Task, TaskSuite
-from agentgym.train import checkpoint
+from agentgym.train import checkpoint, heldout, sft
 from agentgym.train.advantages import advantage_collapse_rate
 from agentgym.train.algorithm import Algorithm, get_algorithm
 from agentgym.train.batch import Batch, build_batch
@@ -35,13 +32,13 @@ from agentgym.train.envpool import EnvPool, make_pool
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import (
     PlainPolicy,
-    RoutedPolicy,
+    Policy,
     get_policy,
-    is_peft,
     load_model,
     load_tokenizer,
 )
 from agentgym.train.rollout import Job, RolloutStats, Sampling, collect, derive_seed
+from agentgym.train.runlog import RunLog
 
 
 class Trainer:
@@ -55,10 +52,10 @@ class Trainer:
         self.resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
         factory = None if cfg.model.policy is None else get_policy(cfg.model.policy)
         self.tokenizer = load_tokenizer(self.resume_from or cfg.model.path)
-        self.policy: RoutedPolicy = (
+        self.policy: Policy = (
             PlainPolicy(self._load_model())
             if factory is None
-            else factory(  # a step-routed policy (PA-MoE) around the model
+            else factory(  # a policy with per-turn adapters around the model
                 cfg.model.path,
                 cfg.model.device,
                 cfg.model.policy_options,
@@ -83,10 +80,10 @@ class Trainer:
         self._engine: Any = None
         self._vllm: Any = None
         """The vLLM rollouts (``rollout.engine: vllm``), made with the engine."""
-        self.store, self.run_id = _open_store(cfg)
-        self.history: list[dict[str, float]] = []
-        self.on_log: Callable[[dict[str, float]], None] | None = None
-        """Called with every logged row (``agentgym train``'s progress bar)."""
+        self.runlog = RunLog(cfg, console)
+        """Every step's metrics: kept, stored in the store's rows and printed."""
+        self.history = self.runlog.history
+        """Every logged row so far (the run log's own list)."""
 
     # ------------------------------------------------------------------ setup
     def _load_model(self) -> Any:
@@ -122,7 +119,9 @@ class Trainer:
                 self.tokenizer,
                 max_batch_size=self.cfg.rollout.max_batch_size,
                 device=self.cfg.model.device,
-                prefix_cache_mb=0 if self.policy.routed else self.cfg.rollout.prefix_cache_mb,
+                prefix_cache_mb=(
+                    0 if self.policy.per_turn_adapters else self.cfg.rollout.prefix_cache_mb
+                ),
             )
         return self._engine
 
@@ -157,7 +156,7 @@ class Trainer:
         return self.history[-1] if self.history else {}
 
     def _sft_step(self) -> Any:
-        data = self.sft_data()
+        data = sft.demonstrations(self.cfg, self.chat, self.pool.system_prompt, self.train_tasks)
         if not data:
             raise ValueError("no SFT data: no successful expert episode on the training tasks")
         size = min(self.cfg.sft.batch_size, len(data))
@@ -199,14 +198,15 @@ class Trainer:
     ) -> tuple[list[TokenEpisode], RolloutStats]:
         """Episodes of ``jobs`` sampled from the current weights (eval mode, no grad).
 
-        A routed policy samples its routes when ``explore`` (training), else routes greedily.
+        A policy with per-turn adapters samples its picks when ``explore`` (training), else
+        picks greedily.
         """
         r = self.cfg.rollout
         spec = SamplingSpec.for_env(
             spec_of(self.cfg.env.id).load(), temperature, r.top_p, max_tokens=r.max_new_tokens
         )  # the env's stops, as agentgym eval's agent uses them
         sampling = Sampling.from_spec(spec, r.max_turns, r.max_context_tokens, r.history)
-        router = self.policy.router(self.step, explore, seed)
+        picker = self.policy.adapter_picker(self.step, explore, seed)
         engine = self.engine
         if self._vllm is not None:
             self._vllm.sync()  # the weights of the last update
@@ -214,7 +214,7 @@ class Trainer:
         self.model.eval()
         try:
             with self._autocast():
-                return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, router)
+                return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, picker)
         finally:
             self.model.train()
 
@@ -237,7 +237,7 @@ class Trainer:
     def rl_update(self, episodes: list[TokenEpisode], stats: RolloutStats) -> dict[str, float]:
         """Credit, error accounting and the update for one rollout batch."""
         rewards, groups, valid = episode_arrays(episodes)
-        ctx = CreditContext(self.cfg.algo, self.model, metrics={})
+        ctx = CreditContext(self.cfg.algo, self.model, metrics={}, tokenizer=self.tokenizer)
         advantages, returns = self.algo.advantages(episodes, ctx)
         kept = [i for i, ep in enumerate(episodes) if ep.ok and ep.turns]
         metrics = {
@@ -278,9 +278,9 @@ class Trainer:
             self.tokenizer.pad_token_id,
             returns,
         )
-        routed = self.policy.bind(episodes, advantages or [])
+        bound = self.policy.bind(episodes, advantages or [])
         loss_tokens = float(batch.loss_mask.sum())
-        if not self.policy.routed:  # a routed policy reads the rows in the order it was bound
+        if not self.policy.per_turn_adapters:  # such a policy reads rows in the order bound
             batch = self._rows_to_train(batch)
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
@@ -289,7 +289,7 @@ class Trainer:
             self._vllm.mark_stale()
         totals["loss_tokens"] = loss_tokens
         totals["trained_rows"] = float(batch.rows)
-        return {**routed, **totals}
+        return {**bound, **totals}
 
     def _rows_to_train(self, batch: Batch) -> Batch:
         """The rows that can change the weights, longest first (``optim.sort_by_length``).
@@ -318,7 +318,7 @@ class Trainer:
             loss.backward()
             for k, v in parts.items():
                 totals[k] = totals.get(k, 0.0) + v
-        extra, parts = self.policy.loss()  # a routed policy's own (PA-MoE: the router's)
+        extra, parts = self.policy.loss()  # the policy's own (none for a plain model)
         if extra is not None and extra.requires_grad:
             extra.backward()
         totals.update(parts)
@@ -336,79 +336,31 @@ class Trainer:
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
         return torch.autocast(self.cfg.model.device.split(":")[0], dtype=dtype)
 
-    # ------------------------------------------------------------------ data, eval, saving
-    def sft_data(self) -> list[TokenEpisode]:
-        """SFT rows from ``cfg.sft.data``: the expert on the training tasks, or a JSONL file."""
-        from agentgym.train import sft
-
-        system = self.pool.system_prompt
-        if self.cfg.sft.data == "expert":
-            from agentgym.registry import make
-
-            env = make(self.cfg.env.id, **self.cfg.env.kwargs)
-            eps = sft.expert_episodes(env, self.train_tasks(), self.cfg.seed)
-            eps = [e for e in eps if e.success or not self.cfg.sft.only_success]
-            return [sft.from_episode(self.chat, e, system) for e in eps]
-        rows = sft.load_rows(self.cfg.sft.data)
-        if self.cfg.sft.only_success:
-            rows = [r for r in rows if r.get("success", True)]
-        return sft.rows_to_episodes(self.chat, rows, system)
-
+    # ------------------------------------------------------------------ eval, saving, logging
     def evaluate(self, tasks: list[Task] | None = None) -> dict[str, float]:
-        """Success on held-out tasks (``eval_samples`` each) with a 95% Wilson interval."""
+        """Success on held-out tasks (``eval_samples`` each) with a 95% Wilson interval; the
+        episodes are stored as a run of their own (:mod:`agentgym.train.heldout`)."""
         tasks = self.eval_tasks() if tasks is None else tasks
         if not tasks:
             return {}
         episodes = self.eval_episodes(tasks)
-        self._store_eval(tasks, episodes)
-        ok = [ep for ep in episodes if ep.ok]
-        wins = sum(ep.episode.success for ep in ok)
-        lo, hi = wilson_interval(wins, len(ok))
-        return {
-            "eval_success": wins / len(ok) if ok else 0.0,
-            "eval_lo": lo,
-            "eval_hi": hi,
-            "eval_n": float(len(ok)),
-            "eval_errors": float(len(episodes) - len(ok)),
-        }
+        log = self.runlog
+        heldout.store_eval(log.store, log.run_id, self.cfg, self.step, tasks, episodes)
+        return heldout.success(episodes)
 
     def eval_episodes(self, tasks: list[Task] | None = None) -> list[Any]:
-        """The held-out rollouts :meth:`evaluate` scores (``eval_samples`` per task, greedy routing),
-        for callers that read more than success. Env and sampling seeds are those of ``agentgym
-        eval --seed SEED`` (``episode_seed``, then ``turn_seed`` per turn), and actions are sampled
-        with the env's spec as its agent samples them, so greedy episodes here and there agree."""
+        """The held-out rollouts :meth:`evaluate` scores (``eval_samples`` per task, greedy adapter
+        picks), for callers that read more than success. Env and sampling seeds are those of
+        ``agentgym eval --seed SEED`` (``episode_seed``, then ``turn_seed`` per turn), and actions
+        are sampled with the env's spec as its agent samples them, so greedy episodes here and
+        there agree."""
         tasks = self.eval_tasks() if tasks is None else tasks
-        jobs = [
-            Job(t, f"eval:{t.id}", k, episode_seed(self.cfg.seed, t.id, k))
-            for t in tasks
-            for k in range(self.cfg.eval_samples)
-        ]
+        jobs = heldout.eval_jobs(tasks, self.cfg.seed, self.cfg.eval_samples)
         with torch.no_grad():
             episodes, _ = self.rollout(
                 jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature, explore=False
             )
         return episodes
-
-    def _store_eval(self, tasks: list[Task], episodes: list[Any]) -> None:
-        """Keep a held-out evaluation as a run of its own, ``RUN_NAME step-N``, linked to this
-        training run (config ``train_run``/``train_step``): the viewer and ``agentgym report
-        --run`` draw held-out success over steps from these, and every episode can be read."""
-        if self.store is None:
-            return
-        config = {"train_run": self.run_id, "train_step": self.step}
-        eval_id = run_id_for(config)
-        self.store.start_run(
-            eval_id,
-            f"{self.cfg.run_name} step-{self.step}",
-            self.cfg.env.eval_suite or self.cfg.env.id,
-            f"train:{self.cfg.algo.name}:{self.cfg.model.path}",
-            config | {"samples": self.cfg.eval_samples, "temperature": self.cfg.eval_temperature},
-            versions(("torch", "transformers")),
-            git_sha(),
-        )
-        tags = {t.id: t.tags for t in tasks}
-        for ep in episodes:
-            self.store.save_episode(eval_id, ep.episode, tags.get(ep.episode.task_id, []))
 
     def save(self, directory: Path) -> Path:
         checkpoint.save(
@@ -425,41 +377,16 @@ class Trainer:
 
     def merged(self, directory: Path) -> Path:
         """A plain checkpoint (LoRA merged) that loads as ``--agent hf:DIRECTORY``."""
-        if self.policy.routed:
+        if self.policy.per_turn_adapters:
             raise ValueError(
-                "a routed policy's experts do not merge into one model: evaluate "
+                "a policy with per-turn adapters does not merge into one model: evaluate "
                 f"its checkpoint with its agent spec ({self.cfg.model.policy}:PATH)"
             )
-        model = self.model.merge_and_unload() if is_peft(self.model) else self.model
-        model.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-        return directory
+        return checkpoint.save_merged(directory, self.model, self.tokenizer)
 
     def log(self, metrics: dict[str, float]) -> None:
-        metrics = {"step": float(self.step), **metrics}
-        self.history.append(metrics)
-        if self.store is not None:
-            self.store.save_train_metrics(self.run_id, self.step, metrics)
-        if self.on_log is not None:
-            self.on_log(metrics)
-        if self.console is not None and self.step % self.cfg.log_every == 0:
-            shown = (
-                "reward",
-                "success",
-                "acr",
-                "errors",
-                "nll",
-                "pg_loss",
-                "kl",
-                "entropy",
-                "logprob_gap_max",
-                "switches",
-                "tokens_per_s",
-                "step_s",
-                "eval_success",
-            )
-            parts = [f"{k} {metrics[k]:.3g}" for k in shown if k in metrics]
-            self.console.print(f"step {self.step}: " + "  ".join(parts))
+        """Keep, store and print this step's metrics (:class:`~agentgym.train.runlog.RunLog`)."""
+        self.runlog.write(self.step, metrics)
 
     def close(self) -> None:
         if self._vllm is not None:
@@ -467,8 +394,7 @@ class Trainer:
             self._vllm = self._engine = None
         if self._pool is not None:
             self._pool.close()
-        if self.store is not None:
-            self.store.close()
+        self.runlog.close()
 
 
 def _suite(name: str | None, pool: EnvPool) -> TaskSuite:
@@ -488,23 +414,3 @@ def _to(mb: Batch, device: str) -> Batch:
     from dataclasses import fields, replace
 
     return replace(mb, **{f.name: getattr(mb, f.name).to(device) for f in fields(mb)})
-
-
-def _open_store(cfg: TrainConfig) -> tuple[Any, str]:
-    """The store and this run's id (a hash of the config: a rerun resumes the same run)."""
-    run_id = run_id_for(cfg.model_dump())
-    if cfg.db is None:
-        return None, run_id
-    from agentgym.store import Store
-
-    store = Store(cfg.db)
-    store.start_run(
-        run_id,
-        cfg.run_name,
-        cfg.env.suite or cfg.env.id,
-        f"train:{cfg.algo.name}:{cfg.model.path}",
-        cfg.model_dump(),
-        versions(("torch", "transformers")),
-        git_sha(),
-    )
-    return store, run_id

@@ -14,7 +14,7 @@ state each produced is recorded. Two data sets follow (docs/methods.md):
 Rows are OpenAI chat-format JSONL (``{"messages": [...]}``), the format ``agentgym train`` reads as
 ``sft.data``. The context before the target turn is the expert's own history; its assistant
 turns carry ``"weight": 0`` (OpenAI's fine-tuning convention) so only the target is trained;
-:func:`token_episodes` honours the weights when turning rows into the trainer's SFT episodes.
+the trainer's SFT data reader honours the weights (:func:`agentgym.train.sft.from_messages`).
 
 Choices not fixed by the paper (documented options): alternatives come from a proposer callable;
 the default :func:`available_actions_proposer` samples the env's ``available_actions`` (the
@@ -292,50 +292,7 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
     return n
 
 
-# ============================================================================ trainer format
-def token_episodes(chat: Any, rows: Iterable[dict[str, Any]]) -> list[Any]:
-    """Rows as the trainer's SFT episodes, with loss only on assistant turns whose weight != 0."""
-    from agentgym.train.sft import from_messages
-
-    out = []
-    for n, row in enumerate(rows, start=1):
-        msgs = row["messages"]
-        ep = from_messages(chat, msgs, str(row.get("task_id", n)))
-        weights = [m.get("weight", 1) for m in msgs if m["role"] == "assistant"]
-        if len(weights) != len(ep.turns):
-            raise ValueError(f"row {n}: {len(weights)} assistant turns, {len(ep.turns)} parsed")
-        kept = []
-        for turn, w in zip(ep.turns, weights, strict=True):
-            if w == 0:
-                ep.mask[turn.action_start : turn.action_end] = [0] * (
-                    turn.action_end - turn.action_start
-                )
-            else:
-                kept.append(turn)
-        ep.turns = kept
-        ep.check()
-        out.append(ep)
-    return out
-
-
 # ============================================================================ schedules
-def weighted_trainer_class() -> type:
-    """The trainer with SFT rows read through :func:`token_episodes` (honours ``weight: 0``)."""
-    from agentgym.train import sft
-    from agentgym.train.trainer import Trainer
-
-    class WeightedSFTTrainer(Trainer):
-        def sft_data(self) -> list[Any]:
-            if self.cfg.sft.data == "expert":
-                return super().sft_data()
-            rows = sft.load_rows(self.cfg.sft.data)
-            if self.cfg.sft.only_success:
-                rows = [r for r in rows if r.get("success", True)]
-            return token_episodes(self.chat, rows)
-
-    return WeightedSFTTrainer
-
-
 def train_phases(cfg: Any, phases: Sequence[tuple[str, int]], console: Any = None) -> Path:
     """SFT phases in order, each from the previous one's final weights; returns the last final.
 
@@ -344,13 +301,14 @@ def train_phases(cfg: Any, phases: Sequence[tuple[str, int]], console: Any = Non
     to imitation alone); SR is one phase over SR rows mixed with imitation rows. Each phase starts
     a fresh optimiser (its state is not carried over).
     """
-    trainer_cls = weighted_trainer_class()
+    from agentgym.train.trainer import Trainer
+
     model, root = cfg.model.path, Path(cfg.out_dir)
     for n, (data, steps) in enumerate(phases):
         phase = cfg.model_copy(deep=True)
         phase.model.path, phase.sft.data, phase.steps = str(model), data, steps
         phase.algo.name, phase.out_dir = "sft", str(root / f"phase-{n}")
-        trainer = trainer_cls(phase, console)
+        trainer = Trainer(phase, console)
         try:
             trainer.run()
         finally:

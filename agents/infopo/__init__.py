@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -57,8 +56,6 @@ class InfoPOConfig(BaseModel):
     batch_size: int = Field(16, ge=1)
     """Sequences per no-grad forward when scoring."""
     eps: float = 1e-6
-    tokenizer: str | None = None
-    """Tokenizer path; default: the policy's own (``name_or_path``)."""
 
 
 # ============================================================================ masking
@@ -252,49 +249,40 @@ def _normalised_intrinsic(
 
 
 # ============================================================================ credit
-@lru_cache(maxsize=4)
-def _tokenizer(path: str) -> Any:
-    from agentgym.train.policy import load_tokenizer
+class InfoPOCredit:
+    """The trainer's credit function ``infopo`` (``algo.options``: :class:`InfoPOConfig`)."""
 
-    return load_tokenizer(path)
+    options = InfoPOConfig
+
+    def __call__(self, episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
+        if ctx.policy is None:
+            raise ValueError(
+                "InfoPO scores counterfactual contexts: the credit context has no policy"
+            )
+        if ctx.tokenizer is None:
+            raise ValueError("InfoPO encodes its placeholder: the credit context has no tokenizer")
+        cfg = ctx.options  # checked when the config loaded
+        if not isinstance(cfg, InfoPOConfig):  # a config that does not name algo.credit: infopo
+            cfg = InfoPOConfig.model_validate(ctx.algo.options)
+        tokenizer = ctx.tokenizer
+        placeholder = list(tokenizer(cfg.placeholder, add_special_tokens=False)["input_ids"])
+        pieces = obs_pieces(tokenizer) if cfg.span == "content" else None
+        ig = information_gain(ctx.policy, episodes, placeholder, pieces, cfg.batch_size)
+        intrinsic = [attribute(ep, g) for ep, g in zip(episodes, ig, strict=True)]
+        rewards, groups, valid = episode_arrays(episodes)
+        masks = [np.asarray(ep.mask, float) for ep in episodes]
+        out, diag = fuse(
+            rewards, groups, valid, intrinsic, masks, cfg.beta, cfg.tau, ctx.algo.scale, cfg.eps
+        )
+        if ctx.metrics is not None:
+            scored = [v for e, g in zip(episodes, ig, strict=True) for v in g[eligible_turns(e)]]
+            ctx.metrics["infopo_ig"] = float(np.mean(scored)) if scored else 0.0
+            ctx.metrics["infopo_turns"] = float(len(scored))
+            ctx.metrics.update(diag)
+        return out
 
 
-def policy_tokenizer(ctx: CreditContext, cfg: InfoPOConfig) -> Any:
-    """The tokenizer to encode the placeholder with: the context's, the config's or the policy's."""
-    if getattr(ctx, "tokenizer", None) is not None:
-        return ctx.tokenizer  # type: ignore[attr-defined]
-    path = cfg.tokenizer or _policy_path(ctx.policy)
-    if not path:
-        raise ValueError("InfoPO needs a tokenizer: set algo.options.tokenizer to its path")
-    return _tokenizer(path)
-
-
-def _policy_path(model: Any) -> str:
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return str(getattr(base, "name_or_path", "") or "")
-
-
-def infopo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
-    """The trainer's credit function ``infopo``."""
-    cfg = InfoPOConfig.model_validate(ctx.algo.options)
-    if ctx.policy is None:
-        raise ValueError("InfoPO scores counterfactual contexts: the credit context has no policy")
-    tokenizer = policy_tokenizer(ctx, cfg)
-    placeholder = list(tokenizer(cfg.placeholder, add_special_tokens=False)["input_ids"])
-    pieces = obs_pieces(tokenizer) if cfg.span == "content" else None
-    ig = information_gain(ctx.policy, episodes, placeholder, pieces, cfg.batch_size)
-    intrinsic = [attribute(ep, g) for ep, g in zip(episodes, ig, strict=True)]
-    rewards, groups, valid = episode_arrays(episodes)
-    masks = [np.asarray(ep.mask, float) for ep in episodes]
-    out, diag = fuse(
-        rewards, groups, valid, intrinsic, masks, cfg.beta, cfg.tau, ctx.algo.scale, cfg.eps
-    )
-    if ctx.metrics is not None:
-        scored = [v for e, g in zip(episodes, ig, strict=True) for v in g[eligible_turns(e)]]
-        ctx.metrics["infopo_ig"] = float(np.mean(scored)) if scored else 0.0
-        ctx.metrics["infopo_turns"] = float(len(scored))
-        ctx.metrics.update(diag)
-    return out
+infopo_credit = InfoPOCredit()
 
 
 register_credit("infopo", infopo_credit)

@@ -399,7 +399,7 @@ class PAMoEAgent:
         self.routes = []
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
-        from agentgym.agents.llm import FormatError, parse_action
+        from agentgym.chat_agent import FormatError, parse_action
 
         route = self.policy.route(self.state, observation)
         self.routes.append(route)

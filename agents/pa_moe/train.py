@@ -155,7 +155,8 @@ class RoutedLM(nn.Module):
 
 
 class _Routing:
-    """The rollout side (:class:`agentgym.train.rollout.StepRouter`) of a PA-MoE policy."""
+    """The rollout side of a PA-MoE policy (:class:`agentgym.train.rollout.AdapterPicker`): each
+    turn's expert is the adapter that generates it, and its :class:`Route` the turn's record."""
 
     def __init__(self, policy: PAMoEPolicy, tau: float | None, seed: int) -> None:
         self.policy, self.tau = policy, tau
@@ -164,17 +165,21 @@ class _Routing:
     def start(self, goal: str) -> RouterState:
         return self.policy.start(goal)
 
-    def route(self, states: Sequence[RouterState], observations: Sequence[str]) -> list[Route]:
-        return self.policy.route_many(states, observations, self.tau, self.generator)
+    def pick(
+        self, states: Sequence[RouterState], observations: Sequence[str]
+    ) -> list[tuple[int, Route]]:
+        routes = self.policy.route_many(states, observations, self.tau, self.generator)
+        return [(r.expert, r) for r in routes]
 
     def use(self, expert: int) -> None:
         self.policy.use(expert)
 
 
 class PAMoETraining:
-    """PA-MoE as the trainer's routed policy (:class:`agentgym.train.policy.RoutedPolicy`)."""
+    """PA-MoE as the trainer's policy (:class:`agentgym.train.policy.Policy`): one adapter per
+    expert, picked per turn by the router."""
 
-    routed = True
+    per_turn_adapters = True
 
     def __init__(self, policy: PAMoEPolicy) -> None:
         self.policy, self.cfg = policy, policy.cfg
@@ -186,7 +191,7 @@ class PAMoETraining:
     def modules(self) -> dict[str, nn.Module]:
         return {"pa_moe_router": self.policy.router}
 
-    def router(self, step: int, explore: bool, seed: int) -> _Routing:
+    def adapter_picker(self, step: int, explore: bool, seed: int) -> _Routing:
         """Sampled routes at the step's annealed temperature when exploring, else greedy."""
         if explore:
             self.tau = temperature(self.cfg, step)
@@ -198,11 +203,11 @@ class PAMoETraining:
         for k, ep in enumerate(episodes):
             experts = np.full(len(ep.ids), -1)
             for t in ep.turns:
-                if t.expert is None:
+                if t.adapter is None:
                     raise ValueError("a PA-MoE update needs episodes rolled out with its router")
-                experts[t.action_start : t.action_end] = t.expert
+                experts[t.action_start : t.action_end] = t.adapter
                 span = advantages[k][t.action_start : t.action_end] if advantages else None
-                self.routes.append(t.route)
+                self.routes.append(t.adapter_record)
                 self.step_advantages.append(
                     float(np.mean(span)) if span is not None and len(span) else 0.0
                 )
@@ -221,11 +226,11 @@ class PAMoETraining:
 
 def routing_metrics(episodes: Sequence[Any], num_experts: int) -> dict[str, float]:
     """Switches per episode and each expert's share of the steps."""
-    turns = [t for ep in episodes for t in ep.turns if t.expert is not None]
-    switches = [sum(bool(t.route.switched) for t in ep.turns) for ep in episodes]
+    turns = [t for ep in episodes for t in ep.turns if t.adapter is not None]
+    switches = [sum(bool(t.adapter_record.switched) for t in ep.turns) for ep in episodes]
     out = {"switches": float(np.mean(switches)) if switches else 0.0}
     for k in range(num_experts):
-        share = sum(t.expert == k for t in turns) / len(turns) if turns else 0.0
+        share = sum(t.adapter == k for t in turns) / len(turns) if turns else 0.0
         out[f"expert_share_{k}"] = float(share)
     return out
 

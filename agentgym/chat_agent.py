@@ -1,4 +1,5 @@
-"""ChatAgent: an LLM agent over any chat backend (``openai:``, ``litellm:``, ``hf:`` specs).
+"""ChatAgent: the generic model agent over any chat backend (``openai:``, ``litellm:``, ``hf:``
+specs), in the core because ``agentgym eval`` and the trainer's rollouts parse actions alike.
 
 A linear message history, one model call per action, small and obvious (mini-swe-agent's loop):
 observations go in as user (or tool) messages, the reply is parsed into one action, and a reply
@@ -16,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agentgym.agent import Action
-from agentgym.agents.context import BoundedHistory
+from agentgym.bounded_context import BoundedHistory
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatClient, ChatRequest, ChatResponse, Message
 from agentgym.llm.factory import make_client, split_spec
@@ -46,7 +47,7 @@ class ChatAgentConfig(BaseModel):
     """Pass ``info["tools"]`` as OpenAI tools and turn tool calls into JSON actions."""
     history: int | None = Field(default=None, ge=0)
     """Bounded context (``?history=K``): each turn one user message, rebuilt from the task, the
-    last K steps, the observation and the admissible actions (:mod:`agentgym.agents.context`;
+    last K steps, the observation and the admissible actions (:mod:`agentgym.bounded_context`;
     no system prompt, no demonstration); None: the linear chat."""
 
 
@@ -283,7 +284,7 @@ def litellm_agent(arg: str, env: Any) -> ChatAgent:
 
 
 def hf_agent(arg: str, env: Any) -> Any:
-    """Entry point of ``--agent hf:PATH[?options]``. A routed policy's checkpoint (one holding
+    """Entry point of ``--agent hf:PATH[?options]``. A ``model.policy`` checkpoint (one holding
     ``NAME.json`` for a policy registered as ``NAME`` in ``agentgym.policies``, e.g. PA-MoE's
     ``pa_moe.json``) loads with the agent registered as ``NAME``, so every trained checkpoint
     evaluates as ``hf:PATH``."""

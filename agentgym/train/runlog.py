@@ -1,0 +1,74 @@
+"""A training run's record: every step's metrics in memory, in the store's ``train_metrics``
+table and on the console, under a run id that is a hash of the config (a rerun resumes the
+same run)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentgym.runner import git_sha, run_id_for, versions
+from agentgym.train.config import TrainConfig
+
+SHOWN = (
+    "reward",
+    "success",
+    "acr",
+    "errors",
+    "nll",
+    "pg_loss",
+    "kl",
+    "entropy",
+    "logprob_gap_max",
+    "switches",
+    "tokens_per_s",
+    "step_s",
+    "eval_success",
+)
+"""The metrics a console line shows, where a step has them."""
+
+
+class RunLog:
+    """The metrics of one training run: :meth:`write` keeps, stores and prints a step's row."""
+
+    def __init__(self, cfg: TrainConfig, console: Any = None) -> None:
+        self.store, self.run_id = open_store(cfg)
+        self.console, self.log_every = console, cfg.log_every
+        self.history: list[dict[str, float]] = []
+        self.on_log: Callable[[dict[str, float]], None] | None = None
+        """Called with every row (``agentgym train``'s progress bar)."""
+
+    def write(self, step: int, metrics: dict[str, float]) -> None:
+        metrics = {"step": float(step), **metrics}
+        self.history.append(metrics)
+        if self.store is not None:
+            self.store.save_train_metrics(self.run_id, step, metrics)
+        if self.on_log is not None:
+            self.on_log(metrics)
+        if self.console is not None and step % self.log_every == 0:
+            parts = [f"{k} {metrics[k]:.3g}" for k in SHOWN if k in metrics]
+            self.console.print(f"step {step}: " + "  ".join(parts))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+def open_store(cfg: TrainConfig) -> tuple[Any, str]:
+    """The store and this run's id (a hash of the config: a rerun resumes the same run)."""
+    run_id = run_id_for(cfg.model_dump())
+    if cfg.db is None:
+        return None, run_id
+    from agentgym.store import Store
+
+    store = Store(cfg.db)
+    store.start_run(
+        run_id,
+        cfg.run_name,
+        cfg.env.suite or cfg.env.id,
+        f"train:{cfg.algo.name}:{cfg.model.path}",
+        cfg.model_dump(),
+        versions(("torch", "transformers")),
+        git_sha(),
+    )
+    return store, run_id
