@@ -1,18 +1,35 @@
 """SFT rows in the bounded context: a demonstrator plays a task, each step becomes the prompt
-a ``hf:CKPT?history=K`` chat agent is shown (:mod:`agentgym.bounded_context`) and its action."""
+a ``hf:CKPT?history=K`` chat agent is shown (:mod:`agentgym.bounded_context`) and its action.
+
+Optionally with *stutters* (DART-style noise injection, Laskey et al. 2017): after a ``go to R``
+the demonstrator sometimes repeats it, the env answers ``Nothing happens.``, and the next row
+teaches what the demonstrator does from that state. A policy cloned from clean demonstrations
+never sees its own repeated command in the prompt, so under greedy decoding with a short history
+it repeats it for ever (SmolLM2 after SFT: 40-48 of 50 turns ``Nothing happens.``)."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from agentgym.bounded_context import BoundedHistory
 
+NOTHING = "Nothing happens."
 
-def play_rows(env: Any, agent: Any, task: Any, history: int) -> tuple[list[dict[str, Any]], bool]:
+
+def play_rows(
+    env: Any, agent: Any, task: Any, history: int, stutter: float = 0.0, seed: int = 0
+) -> tuple[list[dict[str, Any]], bool]:
     """Play ``task`` with ``agent`` (a demonstrator) and return one SFT row per step
     (``{"messages": [user, assistant]}``: the bounded prompt of that step and the agent's
     action), and whether the episode was won. The rows hold what a :class:`ChatAgent` with
-    ``history`` is shown, so SFT on them trains the prompt ``hf:CKPT?history=K`` plays."""
+    ``history`` is shown, so SFT on them trains the prompt ``hf:CKPT?history=K`` plays.
+
+    With ``stutter`` > 0, after each ``go to`` the agent's command is repeated with that
+    probability (again, geometrically) before its next step; the repeats are played and shown in
+    later prompts but are never rows. The agent must keep its commands in ``agent.actions`` (the
+    searcher does), so it reads the repeat as its own."""
+    rng = random.Random(f"{seed}:{task.id}")
     ctx = BoundedHistory(history)
     obs, info = env.reset(seed=0, options={"task": task})
     agent.reset(info)
@@ -32,5 +49,15 @@ def play_rows(env: Any, agent: Any, task: Any, history: int) -> tuple[list[dict[
         )
         ctx.acted(action)
         obs, _, terminated, truncated, info = env.step(action)
+        while (
+            not (terminated or truncated) and action.startswith("go to ") and rng.random() < stutter
+        ):
+            ctx.prompt(obs, info)
+            ctx.acted(action)
+            agent.observations.append(obs)
+            agent.actions.append(action)
+            obs, _, terminated, truncated, info = env.step(action)
+            if obs != NOTHING:
+                raise RuntimeError(f"a repeated {action!r} changed the room: {obs!r}")
         if terminated or truncated:
             return rows, bool(info.get("success", terminated))

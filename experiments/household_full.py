@@ -55,10 +55,13 @@ MODEL = "smollm2"
 
 
 # ============================================================================ data
-def searcher_rows(task: Task, history: int) -> list[dict[str, Any]] | None:
+def searcher_rows(
+    task: Task, history: int, stutter: float = 0.0, seed: int = 0
+) -> list[dict[str, Any]] | None:
     """One SFT row per step of the searcher's episode on ``task`` (None if it did not win):
-    the prompt ``hf:CKPT?history=K`` is shown at that step and the searcher's command."""
-    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, history)
+    the prompt ``hf:CKPT?history=K`` is shown at that step and the searcher's command; with
+    ``stutter``, repeated ``go to`` commands in the history (:func:`play_rows`)."""
+    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, history, stutter, seed)
     return rows if won else None
 
 
@@ -77,11 +80,20 @@ def pick_tasks(episodes: int, seed: int) -> list[Task]:
     return picked
 
 
-def make_data(out: Path, episodes: int, history: int, seed: int) -> dict[str, Any]:
-    """Write ``sft.jsonl`` and ``data.json`` (see the module docstring); reuse them if present."""
+def make_data(
+    out: Path, episodes: int, history: int, seed: int, stutter: float = 0.0
+) -> dict[str, Any]:
+    """Write ``sft.jsonl`` and ``data.json`` (see the module docstring); reuse them if present
+    and made with the same settings."""
     stats_path = out / "data.json"
+    asked = {"history": history, "seed": seed, "stutter": stutter}
     if stats_path.is_file():
-        return dict(json.loads(stats_path.read_text()))
+        stats = dict(json.loads(stats_path.read_text()))
+        made = {k: stats.get(k, 0.0) for k in asked}  # folders from before --stutter: 0.0
+        if made != asked:
+            raise ValueError(f"{out} holds SFT data made with {made}, not {asked}: "
+                             "use another --out, or delete sft.jsonl and data.json")  # fmt: skip
+        return stats
     from transformers import AutoTokenizer
 
     from agentgym.llm.models import resolve_model_path
@@ -95,7 +107,7 @@ def make_data(out: Path, episodes: int, history: int, seed: int) -> dict[str, An
         kind = task.config["task_type"]
         if kept[kind] >= per_type:
             continue
-        got = searcher_rows(task, history)
+        got = searcher_rows(task, history, stutter, seed)
         if got is None:
             missed[kind] += 1
             continue
@@ -112,6 +124,7 @@ def make_data(out: Path, episodes: int, history: int, seed: int) -> dict[str, An
         "rows": len(rows),
         "history": history,
         "seed": seed,
+        "stutter": stutter,
         "tokens_per_row_mean": sum(tokens) / len(tokens),
         "tokens_per_row_max": max(tokens),
         "tokens_total": sum(tokens),
@@ -338,6 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
     p.add_argument("--episodes", type=int, default=240, help="searcher episodes for SFT")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stutter", type=float, default=0.0,
+                   help="data: chance of repeating a `go to` in the demonstrations' history")  # fmt: skip
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--lora-layers", type=int, default=8)
     p.add_argument("--sft-steps", type=int, default=96)
@@ -359,9 +374,10 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.stage == "data":
-        print(json.dumps(make_data(args.out, args.episodes, args.history, args.seed), indent=1))
+        stats = make_data(args.out, args.episodes, args.history, args.seed, args.stutter)
+        print(json.dumps(stats, indent=1))
     elif args.stage == "sft":
-        make_data(args.out, args.episodes, args.history, args.seed)
+        make_data(args.out, args.episodes, args.history, args.seed, args.stutter)
         print(run_sft(args.out, args))
     elif args.stage == "rl":
         for seed in args.seeds:

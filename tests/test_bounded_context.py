@@ -209,3 +209,23 @@ def test_trainer_steps_with_a_bounded_context(tiny_model, tmp_path, algo):
     metrics = trainer.run()
     assert metrics["loss_tokens"] > 0 and all(v == v for v in metrics.values())
     assert set(start) == set(trainer.model.state_dict())  # (an untrained model wins nothing)
+
+
+def test_stuttered_rows_teach_the_step_after_a_repeated_go_to():
+    """With stutter, some prompts show a ``go to`` answered ``Nothing happens.`` (the state a
+    cloned policy loops in), the label there is the searcher's own next command, the episode is
+    still won, and no row's label is a repeat; without, the rows are the clean ones."""
+    from agentgym.envs.household.searcher import SearchAgent
+
+    task = next(iter(TaskSuite.load("household/valid_unseen")))
+    clean, won = play_rows(HouseholdEnv(), SearchAgent(), task, history=2)
+    assert won
+    again, _ = play_rows(HouseholdEnv(), SearchAgent(), task, history=2, stutter=0.0, seed=5)
+    assert again == clean
+    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, history=2, stutter=0.5, seed=0)
+    assert won
+    repeated = [r for r in rows if "Nothing happens." in r["messages"][0]["content"]]
+    assert len(repeated) > sum("Nothing happens." in r["messages"][0]["content"] for r in clean)
+    labels = [r["messages"][1]["content"] for r in rows]
+    assert all(a != b or not a.startswith("go to") for a, b in zip(labels, labels[1:]))
+    assert rows == play_rows(HouseholdEnv(), SearchAgent(), task, history=2, stutter=0.5)[0]
