@@ -27,7 +27,7 @@ from agentgym.redact import redact_text
 from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_time_limit
 from agentgym.store import Store, StoreError
-from agentgym.task import TaskSuite
+from agentgym.task import TaskSuite, no_tasks
 
 _UsageError: type[Exception] = typer.BadParameter.__mro__[1]  # typer 0.29 vendors its own click
 _NoArgsIsHelp: tuple[type[Exception], ...] = tuple(
@@ -281,9 +281,10 @@ def eval_(
     from agentgym.runner import check_run, run_checked
 
     with user_errors():
-        tasks = TaskSuite.load(suite).filter(tag or (), limit)
-        if not len(tasks):
-            raise ValueError(f"no task in {suite} matches tags {tag}")
+        loaded = TaskSuite.load(suite)
+        tasks = loaded.filter(tag or (), limit)
+        if not len(tasks):  # --limit is at least 1: the file is empty or the tags match none
+            raise ValueError(no_tasks(loaded, suite, tag or []))
         options = parse_env_options(env_option or [])
         checked = check_run(
             tasks, agent, concurrency, samples, isolate, backend, address, options, preflight=True
