@@ -9,14 +9,21 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from agentgym.env_options import parse_env_options
@@ -28,6 +35,9 @@ from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_time_limit
 from agentgym.store import Store, StoreError
 from agentgym.task import TaskSuite, no_tasks
+
+if TYPE_CHECKING:
+    from agentgym.progress import PlainProgress
 
 _UsageError: type[Exception] = typer.BadParameter.__mro__[1]  # typer 0.29 vendors its own click
 _NoArgsIsHelp: tuple[type[Exception], ...] = tuple(
@@ -361,7 +371,7 @@ def _join_ray(address: str | None) -> None:
 class _EvalBar:
     """One agent's progress: live while episodes finish, and the stored total at the end."""
 
-    def __init__(self, bar: Any, job: Any) -> None:
+    def __init__(self, bar: Progress | PlainProgress, job: TaskID) -> None:
         self.bar, self.job = bar, job
 
     def on_episode(self, ep: Episode, p: RunProgress) -> None:
