@@ -9,14 +9,21 @@ import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from agentgym.env_options import parse_env_options
@@ -27,7 +34,10 @@ from agentgym.redact import redact_text
 from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_time_limit
 from agentgym.store import Store, StoreError
-from agentgym.task import TaskSuite
+from agentgym.task import TaskSuite, no_tasks
+
+if TYPE_CHECKING:
+    from agentgym.progress import PlainProgress
 
 _UsageError: type[Exception] = typer.BadParameter.__mro__[1]  # typer 0.29 vendors its own click
 _NoArgsIsHelp: tuple[type[Exception], ...] = tuple(
@@ -281,9 +291,10 @@ def eval_(
     from agentgym.runner import check_run, run_checked
 
     with user_errors():
-        tasks = TaskSuite.load(suite).filter(tag or (), limit)
-        if not len(tasks):
-            raise ValueError(f"no task in {suite} matches tags {tag}")
+        loaded = TaskSuite.load(suite)
+        tasks = loaded.filter(tag or (), limit)
+        if not len(tasks):  # --limit is at least 1: the file is empty or the tags match none
+            raise ValueError(no_tasks(loaded, suite, tag or []))
         options = parse_env_options(env_option or [])
         checked = check_run(
             tasks, agent, concurrency, samples, isolate, backend, address, options, preflight=True
@@ -360,7 +371,7 @@ def _join_ray(address: str | None) -> None:
 class _EvalBar:
     """One agent's progress: live while episodes finish, and the stored total at the end."""
 
-    def __init__(self, bar: Any, job: Any) -> None:
+    def __init__(self, bar: Progress | PlainProgress, job: TaskID) -> None:
         self.bar, self.job = bar, job
 
     def on_episode(self, ep: Episode, p: RunProgress) -> None:

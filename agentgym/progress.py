@@ -8,15 +8,17 @@ time another few percent are done, so a log shows how far a long run got and how
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress, ProgressColumn
+from rich.progress import Progress, ProgressColumn, TaskID
 
 
 def progress(
-    console: Console, columns: list[str | ProgressColumn], describe: Callable[[dict[str, Any]], str]
+    console: Console,
+    columns: Sequence[str | ProgressColumn],
+    describe: Callable[[dict[str, Any]], str],
 ) -> Progress | PlainProgress:
     """A rich bar with ``columns`` on a terminal, else plain lines ending with ``describe(fields)``."""
     if console.is_terminal:
@@ -38,7 +40,7 @@ class PlainProgress:
     ) -> None:
         self.console, self.describe, self.every = console, describe, every
         self.min_interval_s = min_interval_s
-        self._tasks: dict[int, dict[str, Any]] = {}
+        self._tasks: dict[TaskID, dict[str, Any]] = {}
 
     def __enter__(self) -> PlainProgress:
         return self
@@ -50,8 +52,9 @@ class PlainProgress:
 
     def add_task(
         self, description: str, total: float | None = None, completed: float = 0, **fields: Any
-    ) -> int:
-        task_id = len(self._tasks)
+    ) -> TaskID:
+        """A task as rich's: its id is a ``TaskID``, so a caller holds the same type from both."""
+        task_id = TaskID(len(self._tasks))
         self._tasks[task_id] = {
             "description": description,
             "total": total,
@@ -66,7 +69,7 @@ class PlainProgress:
 
     def update(
         self,
-        task_id: int,
+        task_id: TaskID,
         *,
         total: float | None = None,
         completed: float | None = None,
@@ -93,7 +96,7 @@ class PlainProgress:
         soon = time.monotonic() - task["printed_at"] < self.min_interval_s
         return done // step > task["printed"] // step and not soon
 
-    def _print(self, task_id: int) -> None:
+    def _print(self, task_id: TaskID) -> None:
         task = self._tasks[task_id]
         total, done = task["total"], task["completed"]
         pct = f" ({100 * done / total:.0f}%)" if total else ""

@@ -42,13 +42,35 @@ class Task(BaseModel):
 
 
 class TaskFileError(ValueError):
-    """A suite file has bad rows; ``problems`` lists every one as ``file:line: field: message``."""
+    """A suite file has bad rows; ``problems`` lists every one as ``file:line: field: message``.
 
-    def __init__(self, problems: list[str]) -> None:
+    The message is one line (the command line prints it as its one error line): the count, the
+    first few problems, and ``allowed``, what a good row is. ``agentgym tasks validate FILE``
+    prints every problem on its own line.
+    """
+
+    SHOWN = 3
+
+    def __init__(self, problems: list[str], allowed: str = "") -> None:
         self.problems = problems
-        shown = "\n".join(problems[:20])
-        more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        super().__init__(f"{len(problems)} bad row(s) in task file:\n{shown}{more}")
+        shown = "; ".join(problems[: self.SHOWN])
+        more = (
+            f"; and {len(problems) - self.SHOWN} more (agentgym tasks validate lists them all)"
+            if len(problems) > self.SHOWN
+            else ""
+        )
+        rule = f". {allowed}" if allowed else ""
+        super().__init__(f"{len(problems)} bad row(s) in task file: {shown}{more}{rule}")
+
+
+def row_shape() -> str:
+    """What a suite file's row must be, from :class:`Task`'s fields."""
+    required = [n for n, f in Task.model_fields.items() if f.is_required()]
+    optional = [n for n, f in Task.model_fields.items() if not f.is_required()]
+    return (
+        f"A task row is one JSON object per line with {', '.join(required)} "
+        f"(optional: {', '.join(optional)}; no other field)"
+    )
 
 
 class TaskSuite:
@@ -61,7 +83,10 @@ class TaskSuite:
         if len(self._by_id) != len(self.tasks):
             counts = Counter(t.id for t in self.tasks)
             dups = sorted(i for i, n in counts.items() if n > 1)
-            raise TaskFileError([f"{name}: duplicate task id {d!r}" for d in dups])
+            raise TaskFileError(
+                [f"{name}: duplicate task id {d!r}" for d in dups],
+                "Task ids must be unique within a suite",
+            )
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -90,6 +115,15 @@ class TaskSuite:
         path = resolve_suite_path(spec)
         name = str(spec) if not Path(spec).suffix else Path(spec).stem
         return cls(name, read_tasks(path))
+
+
+def no_tasks(suite: TaskSuite, spec: str, tags: Sequence[str]) -> str:
+    """Why ``suite`` (loaded from ``spec``) filtered by ``tags`` keeps no task, and what would."""
+    if not len(suite):
+        return f"{spec} holds no task: a suite file has one JSON task per line"
+    present = sorted({t for task in suite for t in task.tags})
+    have = f"its tags: {', '.join(present)}" if present else "its tasks carry no tags"
+    return f"no task in {spec} has all of the tags {', '.join(tags)} ({have})"
 
 
 def builtin_suites() -> list[str]:
@@ -124,7 +158,7 @@ def read_tasks(path: Path) -> list[Task]:
     """Parse and validate every line; raise one :class:`TaskFileError` naming all bad rows."""
     tasks, problems = _parse(path)
     if problems:
-        raise TaskFileError(_format(path, problems))
+        raise TaskFileError(_format(path, problems), row_shape())
     return [t for _, t in tasks]
 
 

@@ -138,9 +138,14 @@ def episode_texts(ep: Episode) -> list[str]:
 
 
 # ============================================================================ training
+RL = {"algo.name": "grpo", "algo.clip_high": 0.28}
+"""The arms' algorithm: GRPO with DAPO's clip-higher (the SFT stage reads neither setting, and
+a config rejects a setting its algorithm does not read)."""
+
+
 def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: Any) -> Any:
-    """The demo's trainer config (``kit.trainer_config``) with GRPO at the RL learning
-    rate (``over``: dotted overrides; the SFT stage overrides the algorithm and rate)."""
+    """The demo's trainer config (``kit.trainer_config``) at the RL learning rate (``over``:
+    dotted overrides; the SFT stage sets ``algo.name: sft`` and its rate, the arms :data:`RL`)."""
     return kit.trainer_config(
         model,
         paths,
@@ -148,8 +153,6 @@ def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: An
         "Household-v0",
         args,
         **{
-            "algo.name": "grpo",
-            "algo.clip_high": 0.28,
             "sft.context_weight": args.context_weight,
             "optim.lr": args.rl_lr,
             "eval_temperature": args.eval_temperature,
@@ -238,7 +241,7 @@ def run_seed(seed: int, args: argparse.Namespace, root: Path, paths: dict[str, P
         started = time.perf_counter()
         rl = Trainer(
             config(start, paths, root / f"{arm}-{seed}", args,
-                   seed=seed, steps=args.rl_steps, **arm_overrides(args, arm))
+                   seed=seed, steps=args.rl_steps, **RL, **arm_overrides(args, arm))
         )  # fmt: skip
         rl.run()
         out[arm] = evaluate(rl, tasks)

@@ -91,7 +91,7 @@ def test_rerun_resumes(tmp_path, noop_file):
         (["eval", "clarify/nope", "-a", "expert"], "no task suite 'clarify/nope'"),
         (
             ["eval", "clarify/test", "-a", "expert", "--tag", "nosuchtag"],
-            "no task in clarify/test matches",
+            "no task in clarify/test has all of the tags nosuchtag",
         ),
         (["report", "missing.db"], "no database at missing.db"),
         (["export", "missing.db", "--format", "xml"], "--format must be 'episodes' or 'chat'"),
@@ -284,3 +284,45 @@ def test_the_command_imports_no_sandbox_module_until_one_is_used():
     assert out.stdout.strip() == "[]"
     result = runner.invoke(app, ["sandbox", "--help"])
     assert result.exit_code == 0 and "doctor" in result.output and "cleanup" in result.output
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        (
+            '{"id": "a", "env": "agentgym/NoOp-v0", "instruction": "x"}\n{bad\n',
+            ":2: <row>: not valid",
+        ),
+        ('{"env": "agentgym/NoOp-v0", "instruction": "x"}\n', ":1: id: Field required"),
+        ("[1, 2]\n", ":1: <row>:"),
+        ("", "holds no task: a suite file has one JSON task per line"),
+        (None, "no task suite"),
+    ],
+    ids=["malformed-line", "missing-id", "not-an-object", "empty", "no-such-file"],
+)
+def test_eval_on_a_bad_task_file_says_one_line_and_loses_nothing(tmp_path, noop_file, rows, said):
+    db = tmp_path / "r.db"
+    assert (
+        runner.invoke(app, ["eval", str(noop_file), "-a", "expert", "--db", str(db)]).exit_code == 0
+    )
+    before = db.read_bytes()
+    bad = tmp_path / "bad.jsonl"
+    if rows is not None:
+        bad.write_text(rows, encoding="utf-8")
+    result = runner.invoke(app, ["eval", str(bad), "-a", "expert", "--db", str(db)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], result.output
+    if rows and "bad row" in lines[0]:  # what a good row is
+        assert "A task row is one JSON object per line with id, env, instruction" in lines[0]
+    assert db.read_bytes() == before
+
+
+def test_eval_with_tags_that_match_nothing_lists_the_tags_there_are(tmp_path):
+    result = runner.invoke(
+        app,
+        ["eval", "clarify/test", "-a", "expert", "--tag", "nosuch", "--db", str(tmp_path / "r.db")],
+    )
+    assert result.exit_code == 2
+    assert "no task in clarify/test has all of the tags nosuch (its tags: easy," in result.output
+    assert not (tmp_path / "r.db").exists()

@@ -149,3 +149,17 @@ def test_a_section_is_replaced_only_under_its_exact_heading(tmp_path):
     assert path.read_text() == "## A, smollm2\n\nreal\n\n## A\n\ntiny again\n\n## B\n\nkept\n"
     replace_section(path, "## C", "## C\n\nnew\n")
     assert path.read_text().endswith("## B\n\nkept\n\n## C\n\nnew\n")
+
+
+def test_the_sft_stage_and_the_arms_configs_load(tmp_path):
+    """The SFT stage sets no GRPO setting (a config rejects one its algorithm does not read);
+    the arms train GRPO with DAPO's clip-higher."""
+    args = argparse.Namespace(
+        tasks_per_step=2, group_size=2, max_turns=4, sft_lr=1e-3, rl_lr=1e-4, eval_samples=1,
+        threads=1, context_weight=1.0, eval_temperature=1.0,
+    )  # fmt: skip
+    paths = {"train": tmp_path / "train.jsonl", "test": tmp_path / "test.jsonl"}
+    sft = m.config(tmp_path / "model", paths, tmp_path / "sft", args, **{"algo.name": "sft"})
+    assert sft.algo.name == "sft" and sft.algo.clip_high == 0.2
+    rl = m.config(tmp_path / "model", paths, tmp_path / "rl", args, **m.RL)
+    assert rl.algo.view.clip_high == 0.28

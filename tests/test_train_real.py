@@ -100,7 +100,7 @@ def _cfg(model: Path, out: Path, **over: object) -> TrainConfig:
         "env": {"id": "NoOp-v0", "suite": str(suite)},
         "rollout": {"tasks_per_step": 2, "group_size": 3, "max_turns": 2, "max_new_tokens": 3},
         "optim": {"lr": 1e-2, "micro_batch_size": 4},
-        "steps": 2, "out_dir": str(out), "threads": 1, "algo": {"kl_coef": 0.05},
+        "steps": 2, "out_dir": str(out), "threads": 1,
     }  # fmt: skip
     for key, value in over.items():
         set_dotted(data, key, value)
@@ -143,7 +143,7 @@ def test_lora_on_smollm2_shape_resumes_exactly_and_loads_as_hf_path(small_smollm
     assert torch.allclose(want, served, atol=1e-5) and torch.allclose(want, merged, atol=1e-5)
     # GRPO with KL from the LoRA SFT checkpoint: its adapters keep training, the reference is the
     # base with adapters off
-    rl = Trainer(_cfg(final, tmp_path / "rl", steps=1))
+    rl = Trainer(_cfg(final, tmp_path / "rl", steps=1, **{"algo.kl_coef": 0.05}))
     assert rl.algo.reference is not None and rl.algo.reference.model is rl.model
     trainable = {n for n, p in rl.model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)

@@ -9,6 +9,7 @@ import pytest
 
 from agentgym.sandbox.testing import require_docker
 from agentgym.train.config import TrainConfig
+from agentgym.train.sft import demonstrations
 from agentgym.train.trainer import Trainer
 
 
@@ -34,7 +35,7 @@ def test_sft_then_grpo_on_sandboxed_swe(provider, tiny_model, tmp_path):
         "threads": 1,
     }
     sft = Trainer(TrainConfig.model_validate({**base, "algo": {"name": "sft"}}))
-    data = sft.sft_data()
+    data = demonstrations(sft.cfg, sft.chat, sft.pool.system_prompt, sft.train_tasks)
     assert len(data) == 2 and all(ep.episode.success for ep in data)  # the expert, sandboxed
     sft.run()
     sft.close()

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from agentgym.store import Store
 from agentgym.task import TaskSuite, write_tasks
 from agentgym.testing.noop import noop_suite
+from agentgym.train.algorithm import AlgoOptions, algorithm_names, get_algorithm
 from agentgym.train.config import TrainConfig, load_config, set_dotted
 from agentgym.train.trainer import Trainer
 
@@ -202,6 +203,69 @@ def test_config_overrides_and_errors(tmp_path):
         load_config(path, ["algo.credit=gipgo"])
     with pytest.raises(ValueError, match=r"algo.options \['beta'\]: 'grpo' takes no options"):
         load_config(path, ["algo.options={beta: 0.5}"])
+
+
+def test_a_setting_the_algorithm_does_not_read_is_an_error(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("model: {path: m}\nenv: {id: Clarify-v0}\n")
+    with pytest.raises(
+        ValueError, match=r"algo.clip_high: 'sft' does not read it; it reads .*epochs"
+    ):
+        load_config(path, ["algo.name=sft", "algo.clip_high=0.28"])
+    with pytest.raises(ValueError, match=r"algo.gamma, algo.lam: 'grpo' does not read them"):
+        load_config(path, ["algo.gamma=0.9", "algo.lam=0.9"])
+    with pytest.raises(ValueError, match=r"algo.credit: 'ppo' does not read it"):
+        load_config(path, ["algo.name=ppo", "algo.credit=gigpo"])
+    # the credit function's fields count: grpo with GiGPO's credit reads gamma and omega
+    cfg = load_config(path, ["algo.credit=gigpo", "algo.gamma=0.9", "algo.omega=0.5"])
+    assert cfg.algo.credit == "gigpo" and cfg.algo.gamma == 0.9
+    # a setting left at its default is no error (a config written from a full dump loads)
+    dumped = load_config(path, ["algo.name=ppo"]).model_dump()
+    dumped["algo"]["name"] = "sft"
+    assert TrainConfig.model_validate(dumped).algo.view == AlgoOptions()
+    # the household experiment's RL stage: gigpo, one row per step, DAPO's clip-higher
+    cfg = load_config(path, ["algo.name=gigpo", "algo.layout=step", "algo.clip_high=0.28"])
+    assert cfg.algo.view.layout == "step" and cfg.algo.view.clip_high == 0.28
+
+
+def test_every_algorithm_gets_its_typed_view(tmp_path):
+    """Each algorithm's view holds exactly its options model's fields, valued as the config
+    sets them; its fields are the config's, with the same defaults; assigning re-checks."""
+    from agentgym.train.config import AlgoConfig
+
+    for name in algorithm_names():
+        options = get_algorithm(name).options
+        for field, info in options.model_fields.items():
+            assert AlgoConfig.model_fields[field].default == info.default, (name, field)
+        algo = AlgoConfig(name=name, epochs=3)
+        assert isinstance(algo.view, options) and algo.view.epochs == 3
+    assert AlgoConfig(name="ppo", lam=0.5).view.lam == 0.5
+    algo = AlgoConfig(name="grpo", clip_high=0.28)
+    with pytest.raises(ValueError, match="'sft' does not read it"):
+        algo.name = "sft"
+    algo = AlgoConfig(name="grpo")
+    algo.name = "sft"  # early experience's phases: the view follows the algorithm
+    assert type(algo.view) is AlgoOptions
+
+
+RUN_IDS = {  # computed before the algorithms had typed views: a rerun resumes the same run
+    "clarify_grpo.yaml": "da177ea1ca8adc4f",
+    "clarify_ppo.yaml": "53339981bdbca1ad",
+    "clarify_sft.yaml": "9993ccfac8e509c1",
+    "household_gigpo.yaml": "51a468c0652bf3aa",
+    "kbqa_r1_grpo.yaml": "db2eeb18bb87d6c3",
+    "methods/infopo_clarify.yaml": "7e9f8462a194ac57",
+    "methods/pa_moe_household.yaml": "3181787b213b954e",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_IDS))
+def test_run_id_of_an_example_config_is_unchanged(name, monkeypatch):
+    from agentgym.train.runlog import run_id_for
+
+    monkeypatch.setattr("agentgym.train.policy.default_device", lambda: "cpu")
+    cfg = load_config(Path(__file__).parents[1] / "configs" / name)
+    assert run_id_for(cfg.model_dump()) == RUN_IDS[name]
 
 
 def test_cli_train(sft_noop, noop_tasks, tmp_path):

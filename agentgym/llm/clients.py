@@ -217,9 +217,11 @@ def parse_tool_calls(text: str) -> dict[str, Any]:
     for outer, end in tag_spans(text, opening, closing):
         start = text.rfind(opening, outer, end - len(closing))
         body = text[start + len(opening) : end - len(closing)].strip()
+        if not body.startswith("{"):
+            continue
         try:
-            call = json.loads(body) if body.startswith("{") else None
-            name, args = call["name"], call.get("arguments", {})  # type: ignore[index]
+            call = json.loads(body)
+            name, args = call["name"], call.get("arguments", {})
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             continue
         spans.append((start, end))

@@ -25,21 +25,30 @@ Metrics             :class:`~agentgym.train.runlog.RunLog`: console and the stor
 ==================  ============================================================================
 """
 
-from agentgym.train.algorithm import Algorithm, AlgorithmSpec, get_algorithm, register_algorithm
+from agentgym.train.algorithm import (
+    AlgoOptions,
+    Algorithm,
+    AlgorithmSpec,
+    CreditOptions,
+    get_algorithm,
+    register_algorithm,
+)
 from agentgym.train.batch import Batch, build_batch, token_weights
 from agentgym.train.chat import ChatFormat
 from agentgym.train.config import TrainConfig, load_config
-from agentgym.train.credit import CreditContext, get_credit, register_credit
+from agentgym.train.credit import CreditContext, get_credit, reads, register_credit
 from agentgym.train.episode import TokenEpisode, Turn
 from agentgym.train.rollout import Job, Sampling, collect
 from agentgym.train.trainer import Trainer
 
 __all__ = [
+    "AlgoOptions",
     "Algorithm",
     "AlgorithmSpec",
     "Batch",
     "ChatFormat",
     "CreditContext",
+    "CreditOptions",
     "Job",
     "Sampling",
     "TokenEpisode",
@@ -51,6 +60,7 @@ __all__ = [
     "get_algorithm",
     "get_credit",
     "load_config",
+    "reads",
     "register_algorithm",
     "register_credit",
     "token_weights",

@@ -4,6 +4,12 @@ A new algorithm is one module that defines a class meeting :class:`Algorithm` an
 with :func:`register_algorithm` (in-tree: its module is listed in :func:`_builtins`; elsewhere:
 an ``agentgym.algorithms`` entry point naming its :class:`AlgorithmSpec`). The trainer's loop,
 the config's validation and the checkpoints need nothing else.
+
+The config's ``algo`` section is flat (``algo.clip_high``, ``algo.gamma``, ...): one key per
+setting of any algorithm. Each algorithm declares the ones it reads as an options model
+(:class:`AlgoOptions` or a subclass, ``AlgorithmSpec.options``); the config builds that typed
+view when it loads (``cfg.algo.view``), and a setting the chosen algorithm does not read is an
+error there rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict
 
 from agentgym.plugins import Registry
+from agentgym.train.batch import Layout, LossAgg
 
 if TYPE_CHECKING:
     from agentgym.train.batch import Batch
@@ -46,12 +54,39 @@ class Algorithm(Protocol):
         ...
 
 
+class AlgoOptions(BaseModel):
+    """The ``algo.*`` settings the trainer reads for every algorithm: how a batch becomes rows,
+    how they are weighted, how often it is passed over. An algorithm's options model extends it
+    with the fields its own code reads; the values (and their documentation) are those of
+    :class:`~agentgym.train.config.AlgoConfig`, whose defaults these repeat."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layout: Layout = "episode"
+    loss_agg: LossAgg = "token-mean"
+    epochs: int = 1
+    skip_zero_advantage: bool = True
+
+
+class CreditOptions(AlgoOptions):
+    """An algorithm whose advantages come from a credit function (``algo.credit``, by default
+    the one named like the algorithm). It also accepts the ``algo.*`` fields that function
+    declares (its ``algo_fields`` model, :mod:`agentgym.train.credit`)."""
+
+    credit: str | None = None
+    options: dict[str, Any] = {}
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """How to build an algorithm, and what the trainer and config must know before building it."""
 
     build: Callable[[Any, TrainConfig], Algorithm]
-    """``(model, config) -> algorithm``."""
+    """``(model, config) -> algorithm``; it reads its ``algo.*`` settings from the typed view
+    ``config.algo.view`` (an instance of ``options``)."""
+    options: type[AlgoOptions] = AlgoOptions
+    """The ``algo.*`` fields the algorithm reads; a config that sets another one (to other than
+    its default) is rejected when it loads, naming the fields this model accepts."""
     rollouts: bool = True
     """Trains on its own rollouts (RL); False: on the demonstrations of ``sft.data`` (SFT)."""
     logprobs_only: bool = False

@@ -127,7 +127,15 @@ class RolloutConfig(_Strict):
 
 
 class AlgoConfig(_Strict):
-    """The algorithm and its knobs; each field says which algorithms read it."""
+    """The algorithm and its knobs; each field says which algorithms read it.
+
+    The keys stay flat (one section for every algorithm), but each algorithm declares the ones
+    it reads (``AlgorithmSpec.options``, plus its credit function's), and it receives only
+    those, typed, as :attr:`view`. A field set to other than its default that the chosen
+    algorithm does not read is an error when the config loads.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     name: str = "grpo"
     """A registered algorithm (:func:`agentgym.train.algorithm.register_algorithm`): sft, grpo
@@ -176,6 +184,7 @@ class AlgoConfig(_Strict):
     """Settings of the credit function (e.g. InfoPO's beta and tau), checked when the config
     loads against the model the function declares (:mod:`agentgym.train.credit`)."""
     _credit_options: Any = PrivateAttr(default=None)
+    _view: Any = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
@@ -189,23 +198,52 @@ class AlgoConfig(_Strict):
         return name
 
     @model_validator(mode="after")
-    def _typed_options(self) -> AlgoConfig:
-        from agentgym.train.credit import find_credit, get_credit
+    def _typed(self) -> AlgoConfig:
+        """The chosen algorithm's view of this section, after checking that every setting is
+        one it (or its credit function) reads, and its credit function's ``options``."""
+        from agentgym.train.algorithm import get_algorithm
+        from agentgym.train.credit import algo_fields, find_credit, get_credit
 
-        try:
-            fn = get_credit(self.credit) if self.credit else find_credit(self.name)
-        except KeyError as e:
-            raise ValueError(e.args[0]) from None
+        options = get_algorithm(self.name).options
+        fn = None
+        if "credit" in options.model_fields:
+            try:
+                fn = get_credit(self.credit) if self.credit else find_credit(self.name)
+            except KeyError as e:
+                raise ValueError(e.args[0]) from None
+        reads = sorted({"name", *options.model_fields, *algo_fields(fn)})
+        unread = [
+            k
+            for k in sorted(self.model_fields_set - set(reads))
+            if getattr(self, k) != type(self).model_fields[k].default
+        ]
+        if unread:
+            what = ", ".join(f"algo.{k}" for k in unread)
+            raise ValueError(
+                f"{what}: {self.name!r} does not read {'it' if len(unread) == 1 else 'them'}; "
+                f"it reads {', '.join(reads)}"
+            )
+        self._typed_options(fn)
+        self._view = options.model_validate({k: getattr(self, k) for k in options.model_fields})
+        return self
+
+    def _typed_options(self, fn: Any) -> None:
         model = getattr(fn, "options", None)
         credit = self.credit or self.name
         if model is None and self.options:
             raise ValueError(f"algo.options {sorted(self.options)}: {credit!r} takes no options")
+        self._credit_options = None
         if model is not None:
             try:
                 self._credit_options = model.model_validate(self.options)
             except ValidationError as e:
                 raise ValueError(f"algo.options of {credit!r}: {e}") from None
-        return self
+
+    @property
+    def view(self) -> Any:
+        """The fields the algorithm reads, as its options model (``AlgorithmSpec.options``),
+        built when the config loads (and again if a field is assigned)."""
+        return self._view
 
     @property
     def credit_options(self) -> Any:

@@ -6,16 +6,19 @@ methods that score counterfactuals such as InfoPO, the policy and its tokenizer)
 array per episode, aligned with the episode's token ids. Register new ones with
 :func:`register_credit`; ``algo.credit`` picks one. A credit function with settings declares them
 as a pydantic model in its ``options`` attribute: ``algo.options`` is checked against it when the
-config loads, and the function reads the typed result as ``ctx.options``.
+config loads, and the function reads the typed result as ``ctx.options``. The flat ``algo.*``
+fields it reads from ``ctx.algo`` (``scale``, ``gamma``, ...) it declares with :func:`reads`, so
+that an algorithm using it accepts them (:class:`~agentgym.train.algorithm.CreditOptions`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from agentgym.plugins import Registry
 from agentgym.train.config import AlgoConfig
@@ -42,6 +45,24 @@ class CreditContext:
 
 
 CreditFn = Callable[[Sequence[TokenEpisode], CreditContext], list[np.ndarray]]
+F = TypeVar("F")
+
+
+def reads(fields: type[BaseModel]) -> Callable[[F], F]:
+    """Declare the ``algo.*`` fields a credit function reads (a model whose fields are named
+    like the config's): ``@reads(GroupScale)`` above the function."""
+
+    def declare(fn: F) -> F:
+        setattr(fn, "algo_fields", fields)  # noqa: B010  (a function has no declared slot)
+        return fn
+
+    return declare
+
+
+def algo_fields(fn: CreditFn | None) -> list[str]:
+    """The ``algo.*`` field names ``fn`` declares with :func:`reads` (none: it reads none)."""
+    model = getattr(fn, "algo_fields", None)
+    return list(model.model_fields) if model is not None else []
 
 
 def _builtins() -> None:

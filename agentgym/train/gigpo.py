@@ -11,6 +11,7 @@ group and added, times ``omega``, to the episode advantage. The key function is 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -20,11 +21,26 @@ from agentgym.train.advantages import (
     gigpo_advantages,
     similarity_anchor,
 )
-from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
+from agentgym.train.algorithm import register_algorithm
 from agentgym.train.batch import turn_to_tokens
-from agentgym.train.credit import CreditContext, CreditFn, episode_arrays, register_credit
+from agentgym.train.credit import (
+    CreditContext,
+    CreditFn,
+    episode_arrays,
+    reads,
+    register_credit,
+)
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import policy_gradient
+from agentgym.train.grpo import POLICY_GRADIENT, GroupScale
+
+
+class GiGPOFields(GroupScale):
+    """The ``algo.*`` fields the GiGPO credit reads."""
+
+    gamma: float = 0.95
+    omega: float = 1.0
+    anchor: Literal["exact", "similarity"] = "exact"
+    anchor_threshold: float = 0.9
 
 
 def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
@@ -49,8 +65,8 @@ def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
         )
         return [turn_to_tokens(ep, a) for ep, a in zip(episodes, per_turn, strict=True)]
 
-    return credit
+    return reads(GiGPOFields)(credit)
 
 
 register_credit("gigpo", gigpo_credit_with())
-register_algorithm("gigpo", AlgorithmSpec(policy_gradient, logprobs_only=True))
+register_algorithm("gigpo", POLICY_GRADIENT)

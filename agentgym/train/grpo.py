@@ -9,21 +9,28 @@ function (``algo.credit``): REINFORCE++ and GiGPO differ from GRPO only in their
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
+from pydantic import BaseModel
 
 from agentgym.train.advantages import group_advantages
-from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
+from agentgym.train.algorithm import (
+    AlgoOptions,
+    AlgorithmSpec,
+    CreditOptions,
+    register_algorithm,
+)
 from agentgym.train.batch import Batch
-from agentgym.train.config import AlgoConfig, TrainConfig
+from agentgym.train.config import TrainConfig
 from agentgym.train.credit import (
     CreditContext,
     CreditFn,
     broadcast,
     episode_arrays,
     get_credit,
+    reads,
     register_credit,
 )
 from agentgym.train.episode import TokenEpisode
@@ -32,6 +39,13 @@ from agentgym.train.policy import Reference, token_logprobs
 
 
 # ============================================================================ credit
+class GroupScale(BaseModel):
+    """The ``algo.*`` field a group-normalised credit reads (GRPO's, InfoPO's)."""
+
+    scale: Literal["std", "none"] = "std"
+
+
+@reads(GroupScale)
 def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
     """Every sampled token of an episode gets its group-normalised return."""
     rewards, groups, valid = episode_arrays(episodes)
@@ -42,12 +56,36 @@ register_credit("grpo", grpo_credit)
 
 
 # ============================================================================ loss
+class ClippedLoss(AlgoOptions):
+    """The ``algo.*`` fields of the clipped policy loss (:meth:`PolicyGradient.policy_terms`)."""
+
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    kl_coef: float = 0.0
+    entropy_coef: float = 0.0
+
+
+class PolicyGradientOptions(ClippedLoss, CreditOptions):
+    """What GRPO, REINFORCE++ and GiGPO read: the clipped loss, the credit function, and
+    whether the LM head runs only where the loss is."""
+
+    loss_logits_only: bool = True
+
+
 class PolicyGradient:
     """Clipped policy-gradient loss over token advantages; GRPO, REINFORCE++ and GiGPO use it."""
 
-    def __init__(self, model: Any, cfg: AlgoConfig, credit: CreditFn | None) -> None:
-        """``credit``: the credit function; None for a subclass with its own advantages (PPO)."""
+    def __init__(
+        self,
+        model: Any,
+        cfg: ClippedLoss,
+        credit: CreditFn | None,
+        logits_only: bool = False,
+    ) -> None:
+        """``credit``: the credit function; None for a subclass with its own advantages (PPO).
+        ``logits_only``: run the LM head only at the positions that carry loss."""
         self.model, self.cfg, self.credit = model, cfg, credit
+        self.logits_only = logits_only
         self.reference = Reference(model) if cfg.kl_coef > 0 else None
         self.zero_advantage_inert = not (cfg.kl_coef or cfg.entropy_coef)
 
@@ -64,7 +102,7 @@ class PolicyGradient:
 
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         """This micro-batch's share of the batch loss, and its share of the metrics."""
-        only = mb.weights > 0 if self.cfg.loss_logits_only else None
+        only = mb.weights > 0 if self.logits_only else None
         logp, entropy = token_logprobs(self.model, mb, only)
         return self.policy_terms(mb, logp, entropy, only)
 
@@ -100,7 +138,12 @@ class PolicyGradient:
 def policy_gradient(model: Any, cfg: TrainConfig) -> PolicyGradient:
     """The clipped loss with ``algo.credit``, by default the credit function named like the
     algorithm (GRPO, REINFORCE++ and GiGPO register this with their own names)."""
-    return PolicyGradient(model, cfg.algo, get_credit(cfg.algo.credit or cfg.algo.name))
+    opts: PolicyGradientOptions = cfg.algo.view
+    credit = get_credit(opts.credit or cfg.algo.name)
+    return PolicyGradient(model, opts, credit, opts.loss_logits_only)
 
 
-register_algorithm("grpo", AlgorithmSpec(policy_gradient, logprobs_only=True))
+POLICY_GRADIENT = AlgorithmSpec(policy_gradient, PolicyGradientOptions, logprobs_only=True)
+"""The spec GRPO, REINFORCE++ and GiGPO register: one loss, their own credit functions."""
+
+register_algorithm("grpo", POLICY_GRADIENT)

@@ -17,10 +17,9 @@ import torch
 from agentgym.train.advantages import turn_gae, whiten
 from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
 from agentgym.train.batch import Batch, build_batch, turn_to_tokens
-from agentgym.train.config import AlgoConfig
 from agentgym.train.credit import CreditContext
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import PolicyGradient
+from agentgym.train.grpo import ClippedLoss, PolicyGradient
 from agentgym.train.losses import weighted
 from agentgym.train.policy import forward, logprobs_from_logits
 
@@ -45,10 +44,21 @@ def hidden_size(model: Any) -> int:
 
 
 # ============================================================================ PPO
+class PPOOptions(ClippedLoss):
+    """What PPO reads: the clipped loss, GAE's discount and lambda, the value loss weight (no
+    credit function: its advantages come from its value head)."""
+
+    gamma: float = 0.95
+    lam: float = 0.95
+    vf_coef: float = 0.5
+
+
 class PPO(PolicyGradient):
     """Clipped policy loss with GAE advantages plus ``vf_coef`` times the value loss."""
 
-    def __init__(self, model: Any, cfg: AlgoConfig) -> None:
+    cfg: PPOOptions
+
+    def __init__(self, model: Any, cfg: PPOOptions) -> None:
         super().__init__(model, cfg, credit=None)  # advantages: GAE on the value head's values
         self.zero_advantage_inert = False  # the value loss trains on every row
         device = next(model.parameters()).device
@@ -113,4 +123,4 @@ def _at_value_positions(ep: TokenEpisode, per_turn: np.ndarray) -> np.ndarray:
     return out
 
 
-register_algorithm("ppo", AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo)))
+register_algorithm("ppo", AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo.view), PPOOptions))

@@ -10,14 +10,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from pydantic import BaseModel
 
 from agentgym.train.advantages import reinforce_pp_advantages
-from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
-from agentgym.train.credit import CreditContext, broadcast, episode_arrays, register_credit
+from agentgym.train.algorithm import register_algorithm
+from agentgym.train.credit import (
+    CreditContext,
+    broadcast,
+    episode_arrays,
+    reads,
+    register_credit,
+)
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import policy_gradient
+from agentgym.train.grpo import POLICY_GRADIENT
 
 
+class GroupBaseline(BaseModel):
+    """The ``algo.*`` field the REINFORCE++ credit reads."""
+
+    group_baseline: bool = True
+
+
+@reads(GroupBaseline)
 def reinforce_pp_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
     """Each episode's whitened (baselined) return on all of its sampled tokens."""
     rewards, groups, valid = episode_arrays(episodes)
@@ -26,4 +40,4 @@ def reinforce_pp_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) ->
 
 
 register_credit("reinforce_pp", reinforce_pp_credit)
-register_algorithm("reinforce_pp", AlgorithmSpec(policy_gradient, logprobs_only=True))
+register_algorithm("reinforce_pp", POLICY_GRADIENT)

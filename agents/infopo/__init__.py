@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentgym.train.advantages import group_advantages
 from agentgym.train.credit import CreditContext, episode_arrays, register_credit
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.grpo import GroupScale
 
 PLACEHOLDER = "No information found."
 
@@ -253,6 +254,7 @@ class InfoPOCredit:
     """The trainer's credit function ``infopo`` (``algo.options``: :class:`InfoPOConfig`)."""
 
     options = InfoPOConfig
+    algo_fields = GroupScale  # the flat algo.* field it reads besides its options: algo.scale
 
     def __call__(self, episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
         if ctx.policy is None:
