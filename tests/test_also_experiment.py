@@ -74,9 +74,10 @@ def test_follower_chats_teach_a_model_the_strategy_line(tiny_model, tmp_path):
             assert user.startswith(f"Strategy: {text}\n") if text else "Strategy:" not in user
         assert all(r.split(":")[0] in {"speak", "action", "leave", "none"} for r in replies)
     (tmp_path / "sft").rename(tmp_path / "first")
-    assert also_sft.main(argv) and json.loads(
-        (tmp_path / "follower.jsonl").read_text().splitlines()[0]
-    ) == rows[0]  # the kept chats are read, not recorded again
+    assert (
+        also_sft.main(argv)
+        and json.loads((tmp_path / "follower.jsonl").read_text().splitlines()[0]) == rows[0]
+    )  # the kept chats are read, not recorded again
     env = agentgym.make("Social-v0")
     obs, info = env.reset(seed=0)
     agent = agent_factory(f"hf:{adapter}?max_tokens=4")(env)

@@ -227,5 +227,7 @@ def test_stuttered_rows_teach_the_step_after_a_repeated_go_to():
     repeated = [r for r in rows if "Nothing happens." in r["messages"][0]["content"]]
     assert len(repeated) > sum("Nothing happens." in r["messages"][0]["content"] for r in clean)
     labels = [r["messages"][1]["content"] for r in rows]
-    assert all(a != b or not a.startswith("go to") for a, b in zip(labels, labels[1:]))
+    assert all(
+        a != b or not a.startswith("go to") for a, b in zip(labels, labels[1:], strict=False)
+    )
     assert rows == play_rows(HouseholdEnv(), SearchAgent(), task, history=2, stutter=0.5)[0]

@@ -259,8 +259,8 @@ def test_nested_sandboxes_are_refused_before_the_run(tmp_path):
 
 
 def test_preflight_refuses_tasks_the_agent_cannot_play(tmp_path):
-    from agentgym.runner import _check_tasks
     from agentgym.envs.household.searcher import PhasedSearchAgent
+    from agentgym.runner import _check_tasks
     from agentgym.task import TaskSuite
 
     with pytest.raises(ValueError) as refused:  # the phased searcher plays put, examine, clean

@@ -137,15 +137,19 @@ def test_dims_protocol_asks_one_integer_per_agent_and_dimension(hard_config):
 
     client = ScriptedClient(reply)
     first, second = LLMJudge(client, protocol="dims").evaluate(hard_config, _state(hard_config))
-    assert first.scores == second.scores == {
-        "believability": 3,
-        "relationship": -2,  # 5 is "unchanged"
-        "knowledge": 3,
-        "secret": -3,  # asked as how much was revealed
-        "social_rules": -3,  # asked as how seriously rules were broken
-        "financial_and_material_benefits": -2,
-        "goal": 3,
-    }
+    assert (
+        first.scores
+        == second.scores
+        == {
+            "believability": 3,
+            "relationship": -2,  # 5 is "unchanged"
+            "knowledge": 3,
+            "secret": -3,  # asked as how much was revealed
+            "social_rules": -3,  # asked as how seriously rules were broken
+            "financial_and_material_benefits": -2,
+            "goal": 3,
+        }
+    )
     assert len(client.requests) == 14 + 2  # the two goal prompts were asked twice
     retried = [r for r in client.requests if len(r.messages) == 3]
     assert "goal: 42 is outside 0..10" in retried[0].messages[-1]["content"]

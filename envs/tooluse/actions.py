@@ -75,7 +75,11 @@ def unwrap(text: str) -> str:
         body = text[3:-3]
         return body[_LANG.match(body).end() :].strip()  # type: ignore[union-attr]
     open_tag, close_tag = "<tool_call>", "</tool_call>"
-    if len(text) >= len(open_tag + close_tag) and text.startswith(open_tag) and text.endswith(close_tag):
+    if (
+        len(text) >= len(open_tag + close_tag)
+        and text.startswith(open_tag)
+        and text.endswith(close_tag)
+    ):
         return text[len(open_tag) : -len(close_tag)].strip()
     return text
 
