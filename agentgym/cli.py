@@ -700,7 +700,7 @@ def train(
     """Train a policy (SFT, GRPO, REINFORCE++, GiGPO, PPO) from CONFIG and -c overrides."""
     with user_errors():
         require("agentgym train", "torch", "transformers", "yaml")
-    from agentgym.train.cli import run_train
+    from agentgym.train.cli import check_checkpoint, run_train
     from agentgym.train.config import load_config
 
     overrides = list(set_ or [])
@@ -708,6 +708,7 @@ def train(
     overrides += [f"rollout.address={address}"] * (address is not None)
     with user_errors():
         cfg = load_config(config, overrides)
+        check_checkpoint(cfg)
     run_train(cfg, console)
 
 

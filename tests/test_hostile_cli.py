@@ -103,6 +103,52 @@ def test_a_broken_or_unsafe_train_config_is_one_line(tmp_path, text, says):
     _one_line_error(runner.invoke(app, ["train", str(config)]), str(config), says)
 
 
+TRAIN = "model: {path: m}\nenv: {id: Clarify-v0}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides", "says"),
+    [
+        (TRAIN + "algo: {nmae: ppo}\n", [], ["algo.nmae: unknown key", "did you mean algo.name"]),
+        (TRAIN + "rollout: {group_size: many}\n", [], ["rollout.group_size", "'many'"]),
+        (
+            TRAIN + "algo: {name: sft, clip_high: 0.3}\n",
+            [],
+            ["algo.clip_high: 'sft' does not read it; it reads epochs"],
+        ),
+        (TRAIN, ["rollout.group_sise=4"], ["override 'rollout.group_sise=4'", "allowed: "]),
+        (TRAIN, ["model.lora.rank=4"], ["model.lora.rank: unknown key", "allowed: r, alpha"]),
+        (TRAIN, ["rollout.engine=fast"], ["rollout.engine", "'local' or 'vllm'", "'fast'"]),
+        (TRAIN, ["algo.name=sft", "algo.clip_high=0.3"], ["override 'algo.clip_high=0.3'"]),
+    ],
+    ids=[
+        "unknown-key",
+        "bad-type",
+        "unread-algo-field",
+        "bad-override-key",
+        "bad-lora-key",
+        "bad-override-value",
+        "unread-override",
+    ],
+)
+def test_a_train_config_that_fails_validation_is_one_line(tmp_path, text, overrides, says):
+    config = tmp_path / "train.yaml"
+    config.write_text(text)
+    args = ["train", str(config), *[a for o in overrides for a in ("-c", o)]]
+    result = runner.invoke(app, args)
+    _one_line_error(result, *says, *[str(config)] * (not overrides))
+    assert "validation error" not in result.output  # not pydantic's text
+
+
+def test_train_without_a_checkpoint_says_how_to_make_one(tmp_path):
+    config = tmp_path / "train.yaml"
+    model, out = tmp_path / "nothing-here", tmp_path / "out"
+    config.write_text(f"model: {{path: {model}}}\nenv: {{id: Clarify-v0}}\nout_dir: {out}\n")
+    result = runner.invoke(app, ["train", str(config)])
+    _one_line_error(result, f"no checkpoint at {model}", f"agentgym model init {model}")
+    assert not out.exists()  # refused before the run made anything
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -3,6 +3,7 @@ LoRA, the store table and the CLI."""
 
 from __future__ import annotations
 
+import doctest
 import json
 import re
 from pathlib import Path
@@ -203,6 +204,12 @@ def test_config_overrides_and_errors(tmp_path):
         load_config(path, ["algo.credit=gipgo"])
     with pytest.raises(ValueError, match=r"algo.options \['beta'\]: 'grpo' takes no options"):
         load_config(path, ["algo.options={beta: 0.5}"])
+
+
+def test_config_errors_examples():
+    from agentgym.train import config_errors
+
+    assert doctest.testmod(config_errors).failed == 0
 
 
 def test_a_setting_the_algorithm_does_not_read_is_an_error(tmp_path):

@@ -7,8 +7,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentgym.train import checkpoint
 from agentgym.train.config import TrainConfig
+from agentgym.train.policy import resolve_checkpoint
 from agentgym.train.trainer import Trainer
+
+
+def check_checkpoint(cfg: TrainConfig) -> None:
+    """A ``FileNotFoundError`` (make one with ``agentgym model init``) when ``model.path`` names
+    no checkpoint and the run will load it: before any env, tokenizer or model is built, where
+    the trainer would fail later with a traceback."""
+    resumes = cfg.resume and checkpoint.latest(cfg.out_dir) is not None
+    if not resumes or cfg.model.policy is not None:  # a policy always builds on model.path
+        resolve_checkpoint(cfg.model.path)
 
 
 def run_train(cfg: TrainConfig, console: Any) -> dict[str, float]:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from pydantic import (
 )
 
 from agentgym.train.batch import Layout, LossAgg
+from agentgym.train.config_errors import one_line
 from agentgym.train.policy import LoraConfig
 
 
@@ -237,7 +239,7 @@ class AlgoConfig(_Strict):
             try:
                 self._credit_options = model.model_validate(self.options)
             except ValidationError as e:
-                raise ValueError(f"algo.options of {credit!r}: {e}") from None
+                raise ValueError(f"algo.options of {credit!r}: {one_line(e, model)}") from None
 
     @property
     def view(self) -> Any:
@@ -390,7 +392,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def load_config(path: str | Path | None, overrides: list[str] | None = None) -> TrainConfig:
-    """A config from a YAML file (or nothing) with dotted overrides applied, validated."""
+    """A config from a YAML file (or nothing) with dotted overrides applied, validated.
+
+    Every problem raises one ``ValueError`` whose message is one line: the file or override
+    each bad field came from, its dotted path, and what is allowed (:mod:`.config_errors`).
+    """
     data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
@@ -403,7 +409,24 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         if not isinstance(loaded, dict):
             raise ValueError(f"{p}: a config is a mapping of sections, got {type(loaded).__name__}")
         data = loaded
-    return TrainConfig.model_validate(apply_overrides(data, overrides or []))
+    try:
+        return TrainConfig.model_validate(apply_overrides(data, overrides or []))
+    except ValidationError as e:  # pydantic's text is four lines a problem: one line in all
+        raise ValueError(one_line(e, TrainConfig, _source(path, overrides or []))) from None
+
+
+def _source(path: str | Path | None, overrides: list[str]) -> Callable[[str, str], str]:
+    """Where a bad field came from: the ``-c`` override that set it (or that the message names,
+    for a check over a whole section), else the config file."""
+
+    def source(where: str, message: str) -> str:
+        for item in reversed(overrides):  # the last one set wins
+            key = item.partition("=")[0].strip()
+            if key == where or where.startswith(key + ".") or key in message:
+                return f"override {item!r}"
+        return str(path) if path is not None else "config"
+
+    return source
 
 
 def _yaml_problem(e: yaml.YAMLError) -> str:

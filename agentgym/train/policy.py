@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from agentgym.plugins import Registry
 from agentgym.train.batch import Batch
@@ -28,6 +28,8 @@ from agentgym.train.episode import TokenEpisode
 
 class LoraConfig(BaseModel):
     """LoRA adapters through peft (``pip install peft``)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
 
     r: int = 8
     """Adapter rank."""
