@@ -39,13 +39,13 @@ def _drive(engine, requests_at):
 
 
 def test_greedy_equals_generate_with_chunked_prefill_and_rows_joining_late(tiny_model):
-    from agentgym.llm.engine.llm_engine import _request
+    from agentgym.llm.engine.request import make_request
 
     engine = LocalEngine(tiny_model, max_batch_size=3, prefix_cache_mb=0)
     assert isinstance(engine, LocalEngine)
     engine.scheduler.max_step_tokens = 24  # long prompts prefill over several steps
     prompts = _prompts(engine, 5)
-    requests = [_request(p, 12, None, 0.0, 1.0, None) for p in prompts]
+    requests = [make_request(p, 12, None, 0.0, 1.0, None) for p in prompts]
     _drive(engine, {0: requests[:2], 3: requests[2:4], 9: requests[4:]})
     for prompt, request in zip(prompts, requests, strict=True):
         assert request.future.result().token_ids == _alone(engine.model, prompt, 12)
