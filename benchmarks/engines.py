@@ -23,12 +23,20 @@ where vLLM is installed (``VLLM_CPU_OMP_THREADS_BIND=0`` binds it to one core). 
 all engines are compared; the table says whether they agree. ``--skip clarify,rl`` leaves parts
 out; ``--episodes/--turns`` shrink the workload on a busy machine (the table states the sizes run).
 Every figure is printed as it arrives with the load average, and the table with the last one.
+``after@REV`` measures the continuous-batching engine as it was at git revision ``REV`` (this
+script's own history from a40781c on, which prints figures as ``label: {cells} unit``), in a
+subprocess running that revision's copy of this script with the same flags, so one table compares
+a change's before and after; its compute-limit ratio is taken against this run's compute limit.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
+import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,6 +69,36 @@ def engine_factories(path: str, only: list[str]) -> dict[str, Callable[[], Any]]
     else:
         console.print("[dim]vllm: skipped (not installed)[/]")
     return {k: v for k, v in factories.items() if not only or k in only}
+
+
+def at_revision(spec: str, argv: list[str]) -> list[tuple[str, str, dict[str, str]]]:
+    """Rows of ``after`` measured by revision ``spec = "after@REV"``'s own benchmark script."""
+    root = Path(__file__).resolve().parent.parent
+    rev = spec.split("@", 1)[1]
+    flags = list(argv)
+    for i, a in enumerate(argv):  # every flag but --engines (as "--engines E" or "--engines=E")
+        if a.startswith("--engines"):
+            flags[i : i + 1 + (a == "--engines")] = [""] * (1 + (a == "--engines"))
+    flags = [a for a in flags if a]
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = subprocess.run(
+            ["git", "-C", str(root), "archive", rev], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", tmp], input=tree.stdout, check=True)
+        cmd = [sys.executable, f"{tmp}/benchmarks/engines.py", *flags, "--engines", "after"]
+        env = {**os.environ, "PYTHONPATH": tmp}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{spec} failed: {proc.stderr[-2000:]}")
+    rows = []
+    for line in proc.stdout.splitlines():
+        if m := re.match(r"^(.*): (\{.*\}) (\S+) \(load", line):
+            found = ast.literal_eval(m[2])
+            cells = {spec: found["after"]} if "after" in found else {}
+            if cells and "compute limit" not in m[1]:  # the limit: this process's forward rate
+                rows.append((m[1], m[3], cells))
+                console.print(f"{m[1]}: {cells} {m[3]} (load {load()})")
+    return rows
 
 
 # ---------------------------------------------------------------------------- workload
@@ -228,7 +266,9 @@ def main() -> None:
 
     path = resolve_model_path("smollm2")
     skip = set(filter(None, args.skip.split(",")))
-    factories = engine_factories(path, list(filter(None, args.engines.split(","))))
+    wanted = list(filter(None, args.engines.split(",")))
+    factories = engine_factories(path, wanted)
+    names = [n for n in wanted if n in factories or "@" in n] or list(factories)
     rows: list[tuple[str, str, dict[str, str]]] = []
     outputs: dict[str, list[list[int]]] = {}
     rate = None
@@ -237,7 +277,11 @@ def main() -> None:
         rows.append((label, unit, cells))
         console.print(f"{label}: {cells} {unit} (load {load()})")
 
-    for name, make in factories.items():
+    for name in names:
+        if "@" in name:
+            rows += at_revision(name, sys.argv[1:])
+            continue
+        make = factories[name]
         t0 = time.perf_counter()
         engine = make()
         show("engine load", "s", {name: f"{time.perf_counter() - t0:.1f}"})
@@ -273,11 +317,27 @@ def main() -> None:
             for key in ("logprob_gap_mean", "logprob_gap_max"):
                 if key in r:
                     show(f"  ... {key} (engine vs policy)", "nats", {name: f"{r[key]:.2g}"})
-    print_table(rows, list(factories), args.threads)
+    if rate:
+        rows += limit_ratios(rows, [n for n in names if "@" in n])
+    print_table(rows, names, args.threads)
     if len(outputs) > 1:
         first = next(iter(outputs.values()))
         same = {n: o == first for n, o in outputs.items()}
         console.print(f"greedy workload outputs identical to {next(iter(outputs))}: {same}")
+
+
+def limit_ratios(
+    rows: list[tuple[str, str, dict[str, str]]], names: list[str]
+) -> list[tuple[str, str, dict[str, str]]]:
+    """``... x compute limit`` of engines measured elsewhere, against this run's compute limit."""
+    workload = {
+        k: v for label, _, c in rows if label.startswith("agent workload") for k, v in c.items()
+    }
+    if "compute" not in workload:
+        return []
+    limit = float(workload["compute"])
+    ratios = {n: f"{float(workload[n]) / limit:.2f}x" for n in names if n in workload}
+    return [("  ... x compute limit", "ratio", ratios)] if ratios else []
 
 
 def print_table(

@@ -184,7 +184,7 @@ class LocalEngine(Engine):
             return
         chunks = [chunk for _, chunk in plan]
         try:
-            logits = self.runner.forward(chunks, self.cache)
+            logits = self.runner.forward(chunks, self.cache, self.scheduler.shared_prefix(plan))
         except Exception as e:  # a failed step fails its requests, never the engine thread
             for seq, _ in plan:
                 self._end(seq, e)
