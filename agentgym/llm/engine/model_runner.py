@@ -4,7 +4,8 @@ The runner calls the checkpoint's own modules (embedding, RMSNorms, projections,
 MLP, head), so adapters injected into them and in-place weight updates apply as they would in
 ``generate``; only attention is its own: each chunk's new keys and values go into its sequence's
 slot of a :class:`~agentgym.llm.engine.kv_cache.SlotCache`, decode rows (one new token each)
-attend together over a view of the slots, and prefill chunks attend one by one, causally.
+attend together over a view of the slots (a prefix they all hold, such as a shared system prompt,
+read once for all of them), and prefill chunks attend one by one, causally.
 
 Every token of a step goes through the projections and the MLP as one packed ``[tokens, hidden]``
 matrix: a step that decodes 16 sequences and prefills a 200-token chunk is one large matrix
@@ -125,6 +126,8 @@ class _Plan:
         self.decode_slots = torch.tensor([chunks[i].slot for i in decode], device=device)
         self.decode_pos = torch.tensor([chunks[i].start for i in decode], device=device)
         self.shared = shared
+        self.masks = {i: _causal(chunks[i], device) for i in self.prefill}
+        """Each prefill chunk's attention mask, built once for every layer (None: from 0)."""
         if decode:
             used = cache.used
             self.width = int(self.decode_pos.max()) + 1
@@ -188,12 +191,7 @@ class _Plan:
             n, end = len(c.ids), c.start + len(c.ids)
             keys[c.slot, :, c.start : end] = k[:, off : off + n].to(keys.dtype)
             values[c.slot, :, c.start : end] = v[:, off : off + n].to(keys.dtype)
-            mask = None
-            if c.start:
-                mask = (
-                    torch.arange(end, device=q.device)[None]
-                    <= torch.arange(c.start, end, device=q.device)[:, None]
-                )
+            mask = self.masks[i]
             o = F.scaled_dot_product_attention(
                 q[None, :, off : off + n].to(keys.dtype),
                 keys[c.slot : c.slot + 1, :, :end],
@@ -205,3 +203,14 @@ class _Plan:
             )
             out[off : off + n] = o[0].transpose(0, 1)
         return out.reshape(tokens, heads * dim)
+
+
+def _causal(chunk: Chunk, device: Any) -> torch.Tensor | None:
+    """Which cached positions each token of a chunk that starts past 0 may attend to."""
+    if not chunk.start:
+        return None
+    end = chunk.start + len(chunk.ids)
+    return (
+        torch.arange(end, device=device)[None]
+        <= torch.arange(chunk.start, end, device=device)[:, None]
+    )
