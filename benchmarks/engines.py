@@ -46,6 +46,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's agentgym, not an installed copy elsewhere
+
 console = Console(width=160)
 
 
