@@ -12,7 +12,6 @@ so the two are compared under the same load.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections import defaultdict
@@ -21,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engines import agent_workload, forward_rate, load  # noqa: E402
+from engines import agent_workload, forward_rate, load, workload_parser  # noqa: E402
 
 
 def timed(engine: Any) -> dict[str, float]:
@@ -57,10 +56,7 @@ def timed(engine: Any) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--episodes", type=int, default=16)
-    parser.add_argument("--turns", type=int, default=6)
+    parser = workload_parser(__doc__, threads=1)
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     import torch

@@ -242,11 +242,17 @@ def rl_step(name: str, tasks: int, group: int, new_tokens: int) -> dict[str, flo
 
 
 # ---------------------------------------------------------------------------- main
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=2)
+def workload_parser(doc: str | None, threads: int) -> argparse.ArgumentParser:
+    """A parser with the workload's size and the torch thread count (shared by engine_time.py)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    parser.add_argument("--threads", type=int, default=threads)
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--turns", type=int, default=6)
+    return parser
+
+
+def main() -> None:
+    parser = workload_parser(__doc__, threads=2)
     parser.add_argument("--prefix", type=int, default=800, help="shared prefix tokens")
     parser.add_argument("--own", type=int, default=200, help="each episode's own tokens")
     parser.add_argument("--decode-tokens", type=int, default=32)
