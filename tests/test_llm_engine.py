@@ -39,13 +39,13 @@ def _drive(engine, requests_at):
 
 
 def test_greedy_equals_generate_with_chunked_prefill_and_rows_joining_late(tiny_model):
-    from agentgym.llm.engine.llm_engine import _request
+    from agentgym.llm.engine.request import make_request
 
     engine = LocalEngine(tiny_model, max_batch_size=3, prefix_cache_mb=0)
     assert isinstance(engine, LocalEngine)
     engine.scheduler.max_step_tokens = 24  # long prompts prefill over several steps
     prompts = _prompts(engine, 5)
-    requests = [_request(p, 12, None, 0.0, 1.0, None) for p in prompts]
+    requests = [make_request(p, 12, None, 0.0, 1.0, None) for p in prompts]
     _drive(engine, {0: requests[:2], 3: requests[2:4], 9: requests[4:]})
     for prompt, request in zip(prompts, requests, strict=True):
         assert request.future.result().token_ids == _alone(engine.model, prompt, 12)
@@ -149,3 +149,41 @@ def test_prefix_blocks_match_by_chain_and_evict_least_recently_used():
     assert len(blocks) == 3 and blocks.nbytes <= 16 * 4 * 3
     assert len(blocks.match(list(range(12)), 11)) == 1  # its second block, used least recently
     assert blocks.gather(other).shape == (1, 2, 1, 8, 2)
+
+
+def test_decode_rows_read_their_shared_prefix_once_and_decode_the_same_tokens(tiny_model):
+    engine = LocalEngine(tiny_model, prefix_cache_mb=64)
+    prompts = _prompts(engine)
+    shared: list[int] = []
+    forward = engine.runner.forward
+
+    def spy(chunks, cache, prefix=0):
+        shared.append(prefix)
+        return forward(chunks, cache, prefix)
+
+    engine.runner.forward = spy
+    kw = dict(max_new_tokens=12, temperature=0.8, seed=3)
+    once = engine.generate_batch(prompts, **kw)
+    assert max(shared) >= engine.prefix_cache.block_size  # the system prompt, read once a step
+    engine.clear_prefix_cache()
+    engine.runner.share_prefix = False
+    per_row = engine.generate_batch(prompts, **kw)
+    for a, b in zip(once, per_row, strict=True):
+        assert a.token_ids == b.token_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+    greedy = engine.generate_batch(prompts, max_new_tokens=12)
+    for prompt, g in zip(prompts, greedy, strict=True):
+        assert g.token_ids == _alone(engine.model, prompt, 12)
+
+
+def test_a_slot_that_computed_a_stored_block_itself_shares_no_prefix_past_it():
+    def read(start, end):
+        return torch.zeros(1, 2, 1, end - start, 2)
+
+    blocks = PrefixBlocks(max_bytes=1 << 20, block_size=4)
+    first: list[int] = []
+    fresh = blocks.store(list(range(8)), 8, first, read)
+    assert fresh == blocks.serials(first) and len(fresh) == 2  # read from this slot: exact
+    again: list[int] = []
+    assert blocks.store(list(range(12)), 12, again, read) == []  # its first block came from elsewhere
+    assert len(again) == 3

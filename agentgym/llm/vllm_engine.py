@@ -29,15 +29,13 @@ import os
 import queue
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym.llm.engine import EngineClosed, Generation
-from agentgym.llm.engine.request import prompt_seeds, render_chat
+from agentgym.llm.engine.base import Engine
+from agentgym.llm.engine.request import EngineClosed, EngineStats, Generation, Request, finish
 
 DEFAULT_KV_CACHE_GB = 2.0
 """KV cache of a CPU engine: SmolLM2-135M holds about 46,000 tokens in it (fp32)."""
@@ -64,46 +62,7 @@ def _import_vllm() -> Any:
     return vllm
 
 
-@dataclass
-class _Request:
-    prompt_ids: list[int]
-    max_new_tokens: int
-    stop: tuple[str, ...]
-    temperature: float
-    top_p: float
-    seed: int | None
-    keep_eos: bool = False
-    deadline: float | None = None
-    timeout_s: float | None = None
-    id: str = ""
-    future: Future[Generation] = field(default_factory=Future)
-
-    def expired(self) -> bool:
-        return self.deadline is not None and time.monotonic() > self.deadline
-
-    def deliver(self, result: Generation | BaseException) -> None:
-        if self.future.done():
-            return
-        if isinstance(result, BaseException):
-            self.future.set_exception(result)
-        else:
-            self.future.set_result(result)
-
-
-@dataclass
-class VLLMStats:
-    """Counters over every request answered so far (benchmarks read them)."""
-
-    rows: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens vLLM's prefix cache served."""
-    completion_tokens: int = 0
-    steps: int = 0
-    abandoned: int = 0
-
-
-class VLLMEngine:
+class VLLMEngine(Engine):
     """Thread-safe generation for one checkpoint on vLLM, with LoRA hot-swap and weight reload.
 
     Open one at a time in a process: vLLM keeps its parallel state per process, so closing one
@@ -182,13 +141,13 @@ class VLLMEngine:
                 "(a GGUF file carries it as tokenizer.chat_template)"
             )
         self.max_batch_size = max_batch_size
-        self.stats = VLLMStats()
+        self.stats = EngineStats()
         self.lora: Any = None
         """The adapter every new request generates with (None: the base weights)."""
         self._ids = itertools.count()
         self._lora_ids = itertools.count(1)
-        self._queue: queue.Queue[list[_Request] | Callable[[], Any] | None] = queue.Queue()
-        self._running: dict[str, _Request] = {}
+        self._queue: queue.Queue[list[Request] | Callable[[], Any] | None] = queue.Queue()
+        self._running: dict[str, Request] = {}
         self._thread: threading.Thread | None = threading.Thread(
             target=self._loop, name="agentgym-vllm", daemon=True
         )
@@ -199,78 +158,6 @@ class VLLMEngine:
     def context_tokens(self) -> int:
         """The most tokens (prompt and completion together) the engine attends over."""
         return int(self.llm.llm_engine.model_config.max_model_len)
-
-    def render(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> list[int]:
-        """Prompt token ids of a chat through the checkpoint's own chat template."""
-        return render_chat(self.tokenizer, messages, tools)
-
-    def submit(
-        self,
-        prompt_ids: list[int],
-        max_new_tokens: int = 256,
-        stop: list[str] | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        timeout_s: float | None = None,
-        keep_eos: bool = False,
-    ) -> Future[Generation]:
-        """Queue one generation; cancel the future to stop it (at the engine's next step).
-
-        Past ``timeout_s`` it stops the same way and the future fails with :class:`TimeoutError`.
-        """
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        request = _Request(
-            list(prompt_ids),
-            max_new_tokens,
-            tuple(stop or ()),
-            temperature,
-            top_p,
-            seed,
-            keep_eos,
-            deadline,
-            timeout_s,
-        )
-        self._put([request])
-        return request.future
-
-    def generate(self, prompt_ids: list[int], **kwargs: Any) -> Generation:
-        """Blocking :meth:`submit`."""
-        return self.submit(prompt_ids, **kwargs).result()
-
-    def generate_batch(
-        self,
-        prompts: list[list[int]],
-        max_new_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        keep_eos: bool = False,
-        stop: list[str] | None = None,
-        seeds: list[int] | None = None,
-    ) -> list[Generation]:
-        """Generate for every prompt, in order; prompt ``i`` samples with ``seeds[i]`` (else
-        ``seed + i``), as LocalEngine's does: a job-keyed seed makes its text batch-independent.
-
-        ``keep_eos=True`` keeps the end-of-sequence token that stopped a generation in
-        ``token_ids`` and ``logprobs`` (``text`` never shows it): a trainer needs it.
-        """
-        requests = [
-            _Request(
-                list(p),
-                max_new_tokens,
-                tuple(stop or ()),
-                temperature,
-                top_p,
-                s,
-                keep_eos,
-            )
-            for p, s in zip(prompts, prompt_seeds(len(prompts), seed, seeds), strict=True)
-        ]
-        self._put(requests)
-        return [r.future.result() for r in requests]
 
     def set_lora(self, adapter: str | Path | None) -> None:
         """Generate with the peft adapter saved in folder ``adapter`` from now on (None: none).
@@ -307,39 +194,17 @@ class VLLMEngine:
         if self._thread is not None:
             self._call(self.llm.reset_prefix_cache)
 
-    def cancel_all(self, reason: str = "the server is shutting down") -> None:
-        """Fail every queued and running request with :class:`EngineClosed`."""
-        error = EngineClosed(reason)
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, list):
-                for request in item:
-                    request.deliver(error)
-            elif item is None:
-                self._queue.put(None)
-                break
-            else:
-                self._queue.put(item)
-                break
-        for request in list(self._running.values()):
-            request.deliver(error)  # the loop aborts them at its next step
-
-    def close(self) -> None:
-        """Finish the requests already queued, stop the engine thread and free the engine."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-            self.llm = self.engine = None
+    def _closed(self) -> None:
+        self.llm = self.engine = None
 
     # ------------------------------------------------------------------ engine thread
-    def _put(self, requests: list[_Request]) -> None:
+    def _enqueue(self, requests: list[Request]) -> None:
         if self._thread is None:
             raise EngineClosed("the engine is closed")
         self._queue.put(requests)
+
+    def _running_requests(self) -> list[Request]:
+        return list(self._running.copy().values())
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on the engine thread between two steps and return its result."""
@@ -391,14 +256,15 @@ class VLLMEngine:
             if self._running:
                 self._step()
 
-    def _add(self, request: _Request) -> None:
-        if request.future.done():
+    def _add(self, request: Request) -> None:
+        if request.future.done():  # cancelled while queued
             return
-        request.id = str(next(self._ids))
+        rid = str(next(self._ids))
+        sampling = request.sampling
         params = self._vllm.SamplingParams(
             max_tokens=request.max_new_tokens,
-            temperature=request.temperature,
-            top_p=request.top_p if request.temperature > 0 else 1.0,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p if sampling.temperature > 0 else 1.0,
             seed=request.seed,
             stop=[s for s in request.stop if s] or None,
             logprobs=0,
@@ -406,7 +272,7 @@ class VLLMEngine:
         )
         try:
             self.engine.add_request(
-                request.id,
+                rid,
                 {"prompt_token_ids": request.prompt_ids},
                 params,
                 lora_request=self.lora,
@@ -414,15 +280,15 @@ class VLLMEngine:
         except Exception as e:  # a prompt vLLM refuses (too long, bad ids) fails alone
             request.deliver(e)
             return
-        self._running[request.id] = request
+        self._running[rid] = request
 
     def _abort_abandoned(self) -> None:
-        gone = [r for r in self._running.values() if r.future.done() or r.expired()]
+        gone = [rid for rid, r in self._running.items() if r.abandoned()]
         if not gone:
             return
-        self.engine.abort_request([r.id for r in gone])
-        for request in gone:
-            del self._running[request.id]
+        self.engine.abort_request(gone)
+        for rid in gone:
+            request = self._running.pop(rid)
             self.stats.abandoned += 1
             if request.expired():
                 request.deliver(
@@ -447,64 +313,19 @@ class VLLMEngine:
             except Exception as e:
                 request.deliver(e)
 
-    def _generation(self, request: _Request, out: Any) -> Generation:
+    def _generation(self, request: Request, out: Any) -> Generation:
         completion = out.outputs[0]
         tokens = list(completion.token_ids)
         logprobs = [
             float(step[tok].logprob) if step and tok in step else 0.0
             for tok, step in zip(tokens, completion.logprobs or [{}] * len(tokens), strict=True)
         ]
-        gen = finish(
-            self.tokenizer,
-            request.prompt_ids,
-            tokens,
-            logprobs,
-            request.max_new_tokens,
-            request.stop,
-            request.keep_eos,
-        )
+        gen = finish(self.tokenizer, request, tokens, logprobs)
         self.stats.rows += 1
         self.stats.prompt_tokens += len(request.prompt_ids)
         self.stats.cached_tokens += int(getattr(out, "num_cached_tokens", 0) or 0)
         self.stats.completion_tokens += len(gen.token_ids)
         return gen
-
-
-def finish(
-    tokenizer: Any,
-    prompt_ids: list[int],
-    tokens: list[int],
-    logprobs: list[float],
-    max_new_tokens: int,
-    stop: tuple[str, ...],
-    keep_eos: bool,
-) -> Generation:
-    """Cut a sampled sequence as ``LocalEngine`` does: at EOS, its stop strings or its limit.
-
-    The text is cut before the first stop string; the token ids end with the token that
-    completes that text (vLLM's own output keeps the token holding the stop string).
-    """
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    finish_reason = "length"
-    keep = min(len(tokens), max_new_tokens)
-    for i, tok in enumerate(tokens[:keep]):
-        if tok in (eos, pad):
-            keep, finish_reason = i + (keep_eos and tok == eos), "stop"
-            break
-    tokens = tokens[:keep]
-    text = tokenizer.decode(tokens, skip_special_tokens=True)
-    cut = min((text.find(s) for s in stop if s and s in text), default=-1)
-    if cut >= 0:
-        text, finish_reason = text[:cut], "stop"
-        while len(tokens) > 1 and text in tokenizer.decode(tokens[:-1], skip_special_tokens=True):
-            tokens = tokens[:-1]
-    return Generation(
-        text=text,
-        token_ids=tokens,
-        logprobs=logprobs[: len(tokens)],
-        finish_reason=finish_reason,
-        prompt_tokens=len(prompt_ids),
-    )
 
 
 def _check_cpu_head_size(path: str) -> None:

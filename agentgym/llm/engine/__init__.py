@@ -7,7 +7,7 @@ Public interface (mirrored by ``agentgym.llm.vllm_engine.VLLMEngine``)::
 
     engine.render(messages, tools) -> list[int]            # prompt ids via the chat template
     engine.submit(prompt_ids, max_new_tokens=256, stop=None, temperature=0.0, top_p=1.0,
-                  seed=None, timeout_s=None) -> Future[Generation]   # any thread
+                  seed=None, timeout_s=None, keep_eos=False) -> Future[Generation]  # any thread
     engine.generate(prompt_ids, **same) -> Generation      # blocking submit
     engine.generate_batch(prompts, max_new_tokens=256, temperature=0.0, top_p=1.0,
                           seed=None, keep_eos=False, stop=None, seeds=None) -> list[Generation]
@@ -22,7 +22,7 @@ Seeds: a request's seed alone fixes its draws (``seeds[i]`` for prompt ``i`` of
 text alone or in any batch. ``keep_eos=True`` keeps the end-of-sequence token that stopped a
 generation in ``token_ids`` and ``logprobs`` (a trainer needs it: stopping is an action).
 
-Layout (nano-vllm's): ``request`` (Generation, SamplingParams, the queued request),
+Layout (nano-vllm's): ``base`` (this interface, written once for every engine), ``request`` (Generation, SamplingParams, the queued request),
 ``scheduler`` (what runs next), ``model_runner`` (one forward over a batch), ``sampler``,
 ``kv_cache`` (per-sequence keys and values, prefix blocks shared across requests),
 ``llm_engine`` (the loop tying them together) and ``generate`` (the ``transformers.generate``

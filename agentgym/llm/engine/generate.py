@@ -29,26 +29,17 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym.llm.engine.request import (
-    EngineClosed,
-    EngineStats,
-    Generation,
-    SamplingParams,
-    context_length,
-    finish,
-    prompt_seeds,
-    render_chat,
-)
+from agentgym.llm.engine.base import Engine, load_checkpoint
+from agentgym.llm.engine.request import Generation, SamplingParams, finish
 from agentgym.llm.engine.request import Request as _Request
 from agentgym.llm.prefix import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
 
 
-class GenerateEngine:
+class GenerateEngine(Engine):
     """Thread-safe batched generation for one local causal LM checkpoint, through ``generate``."""
 
     def __init__(
@@ -59,22 +50,8 @@ class GenerateEngine:
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        from agentgym.llm.models import resolve_model_path
-
-        hf_logging.disable_progress_bar()
-        path = resolve_model_path(str(path))
-        tokenizer: Any = AutoTokenizer.from_pretrained(str(path))
-        if not tokenizer.chat_template:  # else every request fails deep inside transformers
-            raise ValueError(
-                f"the checkpoint at {path} has no chat template: add a chat_template.jinja "
-                "(a GGUF file carries it as tokenizer.chat_template)"
-            )
-        loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
-        model: Any = loader.from_pretrained(str(path)).to(device).eval()
-        self._setup(model, tokenizer, str(path), max_batch_size, max_wait_s, device, thread=True)
+        path, tokenizer, model = load_checkpoint(path, device)
+        self._setup(model, tokenizer, path, max_batch_size, max_wait_s, device, thread=True)
         self._enable_prefix_cache(prefix_cache_mb)
 
     @classmethod
@@ -95,8 +72,7 @@ class GenerateEngine:
         :meth:`clear_prefix_cache` after every update if you turn it on).
         """
         engine = cls.__new__(cls)
-        path = str(getattr(model, "name_or_path", "") or "in-memory")
-        engine._setup(model, tokenizer, path, max_batch_size, 0.005, device, thread=thread)
+        engine._setup(model, tokenizer, None, max_batch_size, 0.005, device, thread=thread)
         engine._enable_prefix_cache(prefix_cache_mb)
         return engine
 
@@ -104,7 +80,7 @@ class GenerateEngine:
         self,
         model: Any,
         tokenizer: Any,
-        path: str,
+        path: str | None,
         max_batch_size: int,
         max_wait_s: float,
         device: str,
@@ -112,16 +88,9 @@ class GenerateEngine:
     ) -> None:
         import torch
 
-        self.path = path
-        self.tokenizer: Any = tokenizer
+        self._attach(model, tokenizer, path, device, max_batch_size)
         self.tokenizer.padding_side = "left"
-        self.model: Any = model
-        self.device = device
-        self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
-        self.batch_sizes: list[int] = []
-        """Size of every batch run so far (for benchmarks and tests)."""
-        self.stats = EngineStats()
         self.prefix_cache: PrefixCache | None = None
         self.prefill_alone_tokens = 32
         """With a prefix cache, longer uncached prompt tails are prefilled one prompt at a time."""
@@ -144,119 +113,22 @@ class GenerateEngine:
         if megabytes > 0 and _cache_api() is not None:
             self.prefix_cache = PrefixCache(megabytes << 20)
 
-    # ------------------------------------------------------------------ public
-    @property
-    def context_tokens(self) -> int:
-        """The most tokens (prompt and completion together) the model can attend over."""
-        return context_length(self.model, self.tokenizer)
+    # ------------------------------------------------------------------ what differs
+    def _enqueue(self, requests: list[_Request]) -> None:
+        for request in requests:
+            self._queue.put(request)
 
-    def render(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> list[int]:
-        """Prompt token ids of a chat through the checkpoint's own chat template."""
-        return render_chat(self.tokenizer, messages, tools)
-
-    def submit(
-        self,
-        prompt_ids: list[int],
-        max_new_tokens: int = 256,
-        stop: list[str] | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        timeout_s: float | None = None,
-    ) -> Future[Generation]:
-        """Queue one generation; the future resolves when its batch is done.
-
-        Cancel the future to stop the generation (at its next decode step, or before it starts);
-        past ``timeout_s`` it stops the same way and the future fails with :class:`TimeoutError`.
-        A seeded request samples from its own generator: the same text alone or in any batch.
-        """
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        request = _Request(
-            prompt_ids,
-            max_new_tokens,
-            tuple(stop or ()),
-            SamplingParams(temperature, top_p),
-            seed,
-            deadline,
-            timeout_s,
-            watched=True,
-        )
-        self._queue.put(request)
-        return request.future
-
-    def generate(self, prompt_ids: list[int], **kwargs: Any) -> Generation:
-        """Blocking :meth:`submit`."""
-        return self.submit(prompt_ids, **kwargs).result()
-
-    def generate_batch(
-        self,
-        prompts: list[list[int]],
-        max_new_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        keep_eos: bool = False,
-        stop: list[str] | None = None,
-        seeds: list[int] | None = None,
-    ) -> list[Generation]:
-        """Generate for every prompt in this thread, ``max_batch_size`` at a time, in order.
-
-        Prompt ``i`` samples with ``seeds[i]`` (else ``seed + i``), whatever the batch size.
-        ``keep_eos=True``
-        keeps the end-of-sequence token that stopped a generation in ``token_ids`` and
-        ``logprobs`` (``text`` never shows it): a trainer needs it, since stopping is an action.
-        """
-        per_prompt = prompt_seeds(len(prompts), seed, seeds)
-        sampling = SamplingParams(temperature, top_p)
+    def _run_batch(self, requests: list[_Request]) -> list[Generation]:
+        """In this thread, ``max_batch_size`` at a time: a row's seed fixes its draws whatever
+        the batch, so the grouping changes no text."""
         out: list[Generation] = []
-        for start in range(0, len(prompts), self.max_batch_size):
-            group = [
-                _Request(
-                    p,
-                    max_new_tokens,
-                    tuple(stop or ()),
-                    sampling,
-                    per_prompt[i],
-                )
-                for i, p in enumerate(prompts[start : start + self.max_batch_size], start)
-            ]
-            out += self._run(sampling, group, keep_eos)
+        for start in range(0, len(requests), self.max_batch_size):
+            group = requests[start : start + self.max_batch_size]
+            out += self._run(group[0].sampling, group)
         return out
 
-    def close(self) -> None:
-        """Stop the batching thread after the requests already queued, and free the cache."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        self.clear_prefix_cache()
-
-    def cancel_all(self, reason: str = "the server is shutting down") -> None:
-        """Fail every queued and running request with :class:`EngineClosed` (graceful shutdown).
-
-        Running generations stop at their next decode step, so :meth:`close` returns promptly.
-        """
-        for request in [*self._running, *self._drain()]:
-            request.deliver(EngineClosed(reason))
-
-    def _drain(self) -> list[_Request]:
-        drained: list[_Request] = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return drained
-            if item is None:
-                self._queue.put(None)
-                return drained
-            drained.append(item)
-
-    def clear_prefix_cache(self) -> None:
-        """Forget every cached prefix (after the model's weights change)."""
-        if self.prefix_cache is not None:
-            self.prefix_cache.clear()
+    def _running_requests(self) -> list[_Request]:
+        return list(self._running)
 
     # ------------------------------------------------------------------ batching loop
     def _loop(self) -> None:
@@ -334,9 +206,7 @@ class GenerateEngine:
         return None if self.prefix_cache is None else self.prefix_cache.match(prompt)
 
     # ------------------------------------------------------------------ one batch
-    def _run(
-        self, sampling: SamplingParams, group: list[_Request], keep_eos: bool = False
-    ) -> list[Generation]:
+    def _run(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
         self.batch_sizes.append(len(group))
         hits = [self._match(r.prompt_ids) for r in group]
         rows = [_Row(r, self._generator(r.seed, sampling)) for r in group]
@@ -348,7 +218,7 @@ class GenerateEngine:
             self._decode(sampling, rows)
         finally:
             self._unpin()
-        gens = [self._finish(row.request, row.tokens, row.logprobs, keep_eos) for row in rows]
+        gens = [finish(self.tokenizer, row.request, row.tokens, row.logprobs) for row in rows]
         self._count(gens, sum(_length(h) for h in hits))
         return gens
 
@@ -501,13 +371,6 @@ class GenerateEngine:
         s.cached_tokens += reused
         s.completion_tokens += sum(len(g.token_ids) for g in gens)
 
-    def _finish(
-        self, request: _Request, tokens: list[int], logprobs: list[float], keep_eos: bool = False
-    ) -> Generation:
-        """Cut one sequence at EOS, its stop strings or its own token limit."""
-        request.keep_eos = request.keep_eos or keep_eos
-        return finish(self.tokenizer, request, tokens, logprobs)
-
 
 @dataclass
 class _Row:
@@ -610,9 +473,9 @@ class _StopCriteria:
     """A transformers stopping criterion: each row stops at its own stop strings or token limit.
 
     ``generate`` pads a stopped row from then on and ends when every row has stopped. Text is
-    decoded as :meth:`GenerateEngine._finish` decodes it (the row's earlier tokens included), so a
-    row stops exactly when ``_finish`` would find one of its stop strings. ``stopped_at`` holds
-    how many of this call's tokens each stopped row keeps.
+    decoded as :func:`~agentgym.llm.engine.request.finish` decodes it (the row's earlier tokens
+    included), so a row stops exactly when ``finish`` would find one of its stop strings.
+    ``stopped_at`` holds how many of this call's tokens each stopped row keeps.
     """
 
     def __init__(self, tokenizer: Any, start: int, rows: list[_Row], ends: set[int]) -> None:

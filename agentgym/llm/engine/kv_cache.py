@@ -11,13 +11,16 @@ cut into fixed blocks): a new sequence copies the longest run of blocks its prom
 its slot and computes only the rest. The next turn of an episode finds its previous turn there, and
 every episode finds the system prompt another one computed. Blocks are kept up to a byte budget,
 least recently used first out; copying them into a slot means eviction never touches a running
-sequence.
+sequence. Each block has a serial number: two slots whose first blocks have the same serials hold
+the same keys and values there, bit for bit (both copied from, or read into, one block), so a
+decode step can attend that shared prefix once for all of them.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
@@ -91,11 +94,15 @@ class SlotCache:
         self.kv = kv
 
 
+_SERIALS = itertools.count()
+
+
 @dataclass
 class _Block:
     tokens: tuple[int, ...]
     parent: int | None
     kv: torch.Tensor
+    serial: int = field(default_factory=lambda: next(_SERIALS))
 
 
 class PrefixBlocks:
@@ -125,16 +132,24 @@ class PrefixBlocks:
             parent = key
         return keys
 
+    def serials(self, keys: list[int]) -> list[int]:
+        """The blocks' serial numbers (which copy of their keys and values a slot holds)."""
+        return [self._blocks[k].serial for k in keys]
+
     def gather(self, keys: list[int]) -> torch.Tensor:
         """The blocks' keys and values end to end: ``[layers, 2, kv_heads, n, head_dim]``."""
         return torch.cat([self._blocks[k].kv for k in keys], dim=3)
 
-    def store(self, ids: list[int], computed: int, keys: list[int], read: Any) -> None:
+    def store(self, ids: list[int], computed: int, keys: list[int], read: Any) -> list[int]:
         """Add the full blocks of ``ids[:computed]`` past ``keys`` (appended to ``keys``).
 
-        ``read(start, end)`` returns those positions' keys and values.
+        ``read(start, end)`` returns those positions' keys and values. Returns the serials of the
+        blocks read from them, up to the first block that was already stored (a slot that
+        computed that block itself may hold other bits than the stored copy).
         """
         bs = self.block_size
+        fresh: list[int] = []
+        exact = True
         while (len(keys) + 1) * bs <= computed:
             start, parent = len(keys) * bs, keys[-1] if keys else None
             tokens = tuple(ids[start : start + bs])
@@ -142,13 +157,18 @@ class PrefixBlocks:
             block = self._blocks.get(key)
             if block is None:
                 kv = read(start, start + bs)
-                self._blocks[key] = _Block(tokens, parent, kv)
+                self._blocks[key] = block = _Block(tokens, parent, kv)
                 self.nbytes += kv.numel() * kv.element_size()
+                if exact:
+                    fresh.append(block.serial)
             elif block.tokens != tokens or block.parent != parent:
-                return  # a hash collision: keep the older block, stop extending this chain
+                break  # a hash collision: keep the older block, stop extending this chain
+            else:
+                exact = False
             self._blocks.move_to_end(key)
             keys.append(key)
         self.evict()
+        return fresh
 
     def evict(self) -> None:
         """Drop least recently used blocks until within budget."""

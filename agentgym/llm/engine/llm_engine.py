@@ -16,32 +16,21 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.generate import GenerateEngine
 from agentgym.llm.engine.kv_cache import PrefixBlocks
 from agentgym.llm.engine.model_runner import LlamaRunner, unsupported, unsupported_config
-from agentgym.llm.engine.request import (
-    EngineClosed,
-    EngineStats,
-    Generation,
-    Request,
-    SamplingParams,
-    context_length,
-    finish,
-    prompt_seeds,
-    render_chat,
-)
+from agentgym.llm.engine.request import Generation, Request, finish
 from agentgym.llm.engine.sampler import generator, sample
 from agentgym.llm.engine.scheduler import Scheduler, Sequence
 
 MODES = ("auto", "continuous", "generate")
 
 
-class LocalEngine:
+class LocalEngine(Engine):
     """Thread-safe continuous batching for one local causal LM (or the ``generate`` fallback)."""
 
     def __new__(cls, path: str | Path, *args: Any, mode: str = "auto", **kwargs: Any) -> Any:
@@ -60,24 +49,10 @@ class LocalEngine:
         prefix_cache_mb: int = 4096,
         mode: str = "auto",
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        from agentgym.llm.models import resolve_model_path
-
-        hf_logging.disable_progress_bar()
-        path = resolve_model_path(str(path))
-        tokenizer: Any = AutoTokenizer.from_pretrained(str(path))
-        if not tokenizer.chat_template:  # else every request fails deep inside transformers
-            raise ValueError(
-                f"the checkpoint at {path} has no chat template: add a chat_template.jinja "
-                "(a GGUF file carries it as tokenizer.chat_template)"
-            )
-        loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
-        model: Any = loader.from_pretrained(str(path)).to(device).eval()
+        path, tokenizer, model = load_checkpoint(path, device)
         if why := unsupported(model):
             raise ValueError(f"continuous batching cannot run {path}: {why}; use mode='generate'")
-        self._setup(model, tokenizer, str(path), max_batch_size, device, prefix_cache_mb)
+        self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb)
 
     @classmethod
     def from_model(
@@ -106,8 +81,7 @@ class LocalEngine:
         if why := unsupported(model):
             raise ValueError(f"continuous batching cannot run this model: {why}")
         engine = cls.__new__(cls, "", mode="continuous")
-        path = str(getattr(model, "name_or_path", "") or "in-memory")
-        engine._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb)
+        engine._setup(model, tokenizer, None, max_batch_size, device, prefix_cache_mb)
         if thread:
             engine._start()
         return engine
@@ -116,21 +90,12 @@ class LocalEngine:
         self,
         model: Any,
         tokenizer: Any,
-        path: str,
+        path: str | None,
         max_batch_size: int,
         device: str,
         prefix_cache_mb: int,
     ) -> None:
-        self.path = path
-        self.tokenizer: Any = tokenizer
-        self.model: Any = model
-        self.device = device
-        self.max_batch_size = max_batch_size
-        self.max_step_tokens = 512
-        """Tokens one forward may take (decode rows plus prefill chunks): the prefill chunk size."""
-        self.stats = EngineStats()
-        self.batch_sizes: list[int] = []
-        """Sequences in every forward so far (for benchmarks and tests)."""
+        self._attach(model, tokenizer, path, device, max_batch_size)
         self.runner = LlamaRunner(model, device)
         self.cache = self.runner.new_cache()
         self.prefix_cache = PrefixBlocks(prefix_cache_mb << 20) if prefix_cache_mb > 0 else None
@@ -142,110 +107,26 @@ class LocalEngine:
         self._thread: threading.Thread | None = None
         self._closing = False
 
-    # ------------------------------------------------------------------ public
-    @property
-    def context_tokens(self) -> int:
-        """The most tokens (prompt and completion together) the model can attend over."""
-        return context_length(self.model, self.tokenizer)
-
-    def render(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> list[int]:
-        """Prompt token ids of a chat through the checkpoint's own chat template."""
-        return render_chat(self.tokenizer, messages, tools)
-
-    def submit(
-        self,
-        prompt_ids: list[int],
-        max_new_tokens: int = 256,
-        stop: list[str] | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        timeout_s: float | None = None,
-    ) -> Future[Generation]:
-        """Queue one generation; it joins the running batch at the next step.
-
-        Cancel the future to stop the generation (at its next step, or before it starts); past
-        ``timeout_s`` it stops the same way and the future fails with :class:`TimeoutError`.
-        A seeded request samples from its own generator: the same text alone or in any batch.
-        """
-        request = _request(prompt_ids, max_new_tokens, stop, temperature, top_p, seed)
-        request.deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        request.timeout_s, request.watched = timeout_s, True
+    # ------------------------------------------------------------------ what differs
+    def _enqueue(self, requests: list[Request]) -> None:
         if self._thread is None:
             self._start()
-        self._queue.put(request)
-        return request.future
+        for request in requests:
+            self._queue.put(request)
 
-    def generate(self, prompt_ids: list[int], **kwargs: Any) -> Generation:
-        """Blocking :meth:`submit`."""
-        return self.submit(prompt_ids, **kwargs).result()
-
-    def generate_batch(
-        self,
-        prompts: list[list[int]],
-        max_new_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        keep_eos: bool = False,
-        stop: list[str] | None = None,
-        seeds: list[int] | None = None,
-    ) -> list[Generation]:
-        """Generate for every prompt; results in order.
-
-        Prompt ``i`` samples with ``seeds[i]`` (else ``seed + i``): its text depends on its seed
-        alone, not on the batch. ``keep_eos=True`` keeps the end-of-sequence token that stopped a
-        generation in ``token_ids`` and ``logprobs`` (``text`` never shows it): a trainer needs
-        it, since stopping is an action.
-        """
-        requests = []
-        for prompt, s in zip(prompts, prompt_seeds(len(prompts), seed, seeds), strict=True):
-            request = _request(prompt, max_new_tokens, stop, temperature, top_p, s)
-            request.keep_eos = keep_eos
-            requests.append(request)
+    def _run_batch(self, requests: list[Request]) -> list[Generation]:
+        """Through the engine thread if one runs, else stepped here in the calling thread."""
         if self._thread is not None:
+            return super()._run_batch(requests)
+        with self._lock:
             for request in requests:
-                self._queue.put(request)
-        else:
-            with self._lock:
-                for request in requests:
-                    self._add(request)
-                while not all(r.future.done() for r in requests):
-                    self._step()
+                self._add(request)
+            while not all(r.future.done() for r in requests):
+                self._step()
         return [r.future.result() for r in requests]
 
-    def clear_prefix_cache(self) -> None:
-        """Forget every cached prefix (after the model's weights change)."""
-        if self.prefix_cache is not None:
-            self.prefix_cache.clear()
-
-    def cancel_all(self, reason: str = "the server is shutting down") -> None:
-        """Fail every queued and running request with :class:`EngineClosed` (graceful shutdown).
-
-        Running generations stop at their next step, so :meth:`close` returns promptly.
-        """
-        pending = [s.request for s in self._sequences.copy().values()]  # atomic under the GIL
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None:
-                self._queue.put(None)
-                break
-            pending.append(item)
-        for request in pending:
-            request.deliver(EngineClosed(reason))
-
-    def close(self) -> None:
-        """Stop the engine thread after the requests already queued, and free the caches."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        self.clear_prefix_cache()
+    def _running_requests(self) -> list[Request]:
+        return [s.request for s in self._sequences.copy().values()]  # atomic under the GIL
 
     # ------------------------------------------------------------------ the loop
     def _start(self) -> None:
@@ -273,6 +154,8 @@ class LocalEngine:
                     self._step()
 
     def _add(self, request: Request) -> None:
+        if request.future.done():  # cancelled while queued
+            return
         vocab = self.runner.vocab_size
         bad = next((t for t in request.prompt_ids if not 0 <= t < vocab), None)
         if bad is not None:  # it would fail the whole step it joins: fail it alone, now
@@ -301,7 +184,7 @@ class LocalEngine:
             return
         chunks = [chunk for _, chunk in plan]
         try:
-            logits = self.runner.forward(chunks, self.cache)
+            logits = self.runner.forward(chunks, self.cache, self.scheduler.shared_prefix(plan))
         except Exception as e:  # a failed step fails its requests, never the engine thread
             for seq, _ in plan:
                 self._end(seq, e)
@@ -356,25 +239,6 @@ class LocalEngine:
         s.row_steps += decode
         s.prefill_tokens += sum(len(c.ids) for _, c in plan if len(c.ids) > 1)
         self.batch_sizes.append(len(plan))
-
-
-def _request(
-    prompt_ids: list[int],
-    max_new_tokens: int,
-    stop: list[str] | None,
-    temperature: float,
-    top_p: float,
-    seed: int | None,
-) -> Request:
-    if not prompt_ids:
-        raise ValueError("the prompt is empty: give at least one token id")
-    return Request(
-        list(prompt_ids),
-        max_new_tokens,
-        tuple(stop or ()),
-        SamplingParams(temperature, top_p),
-        seed,
-    )
 
 
 def _check_mode(mode: str) -> None:

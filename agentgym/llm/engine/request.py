@@ -95,6 +95,26 @@ class EngineStats:
     """Requests dropped or stopped early because their caller cancelled or their deadline passed."""
 
 
+def make_request(
+    prompt_ids: list[int],
+    max_new_tokens: int,
+    stop: list[str] | None,
+    temperature: float,
+    top_p: float,
+    seed: int | None,
+) -> Request:
+    """A request from a caller's arguments (every engine builds them here)."""
+    if not prompt_ids:
+        raise ValueError("the prompt is empty: give at least one token id")
+    return Request(
+        list(prompt_ids),
+        max_new_tokens,
+        tuple(stop or ()),
+        SamplingParams(temperature, top_p),
+        seed,
+    )
+
+
 def finish(
     tokenizer: Any, request: Request, tokens: list[int], logprobs: list[float]
 ) -> Generation:

@@ -11,6 +11,7 @@ its token limit, or its caller giving up.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ class Sequence:
     """Of those, the prompt tokens copied from the prefix cache."""
     blocks: list[int] = field(default_factory=list)
     """Keys of the prefix blocks holding this sequence's first tokens."""
+    serials: list[int] = field(default_factory=list)
+    """Serials of the leading blocks whose keys and values the slot holds bit for bit."""
 
     @property
     def ids(self) -> list[int]:
@@ -105,6 +108,15 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
 
+    def shared_prefix(self, plan: list[tuple[Sequence, Chunk]]) -> int:
+        """Positions whose keys and values every decode row's slot holds identically (0: none)."""
+        if self.prefix is None:
+            return 0
+        rows = [seq.serials for seq, chunk in plan if len(chunk.ids) == 1]
+        if len(rows) < 2:
+            return 0
+        return len(os.path.commonprefix(rows)) * self.prefix.block_size
+
     def computed(self, seq: Sequence, n: int) -> None:
         """``n`` more of ``seq``'s tokens are in its slot now."""
         seq.computed += n
@@ -125,13 +137,16 @@ class Scheduler:
             self.cache.reserve(len(prompt))
             self.cache.write(seq.slot, 0, kv)
             seq.computed = seq.cached = kv.shape[3]
+            seq.serials = self.prefix.serials(seq.blocks)
 
     def _store(self, seq: Sequence) -> None:
         if self.prefix is not None and seq.slot >= 0:
-            slot = seq.slot
-            self.prefix.store(
+            slot, exact = seq.slot, len(seq.serials) == len(seq.blocks)
+            fresh = self.prefix.store(
                 seq.ids, seq.computed, seq.blocks, lambda a, b: self.cache.read(slot, a, b)
             )
+            if exact:
+                seq.serials += fresh
 
     def _shares_with_prefill(self, seq: Sequence) -> bool:
         """Whether a running prompt, still prefilling, will compute a block more of ``seq``'s."""

@@ -1,0 +1,184 @@
+"""The public interface every engine shares, written once.
+
+``submit``, ``generate``, ``generate_batch`` and ``render`` turn a caller's arguments into
+:class:`~agentgym.llm.engine.request.Request` objects the same way for every engine (the
+continuous-batching :class:`LocalEngine`, the ``generate`` fallback and vLLM), so seeds, stops and
+``keep_eos`` mean the same whichever runs. A subclass implements only what differs: how queued
+requests reach its worker (:meth:`Engine._enqueue`) and, where it runs a batch in the caller's
+thread, :meth:`Engine._run_batch`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from abc import ABC, abstractmethod
+from concurrent.futures import Future
+from typing import Any
+
+from agentgym.llm.engine.request import (
+    EngineClosed,
+    EngineStats,
+    Generation,
+    Request,
+    context_length,
+    make_request,
+    prompt_seeds,
+    render_chat,
+)
+
+
+class Engine(ABC):
+    """Thread-safe generation behind one interface; subclasses say how requests are run."""
+
+    tokenizer: Any
+    model: Any
+    prefix_cache: Any = None
+    _thread: threading.Thread | None = None
+    _queue: queue.Queue[Any]
+
+    @property
+    def context_tokens(self) -> int:
+        """The most tokens (prompt and completion together) the model can attend over."""
+        return context_length(self.model, self.tokenizer)
+
+    def render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> list[int]:
+        """Prompt token ids of a chat through the checkpoint's own chat template."""
+        return render_chat(self.tokenizer, messages, tools)
+
+    def submit(
+        self,
+        prompt_ids: list[int],
+        max_new_tokens: int = 256,
+        stop: list[str] | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        timeout_s: float | None = None,
+        keep_eos: bool = False,
+    ) -> Future[Generation]:
+        """Queue one generation from any thread.
+
+        Cancel the future to stop the generation (at its next step, or before it starts); past
+        ``timeout_s`` it stops the same way and the future fails with :class:`TimeoutError`.
+        A seeded request samples from its own generator: the same text alone or in any batch.
+        """
+        request = make_request(prompt_ids, max_new_tokens, stop, temperature, top_p, seed)
+        request.keep_eos, request.timeout_s, request.watched = keep_eos, timeout_s, True
+        request.deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self._enqueue([request])
+        return request.future
+
+    def generate(self, prompt_ids: list[int], **kwargs: Any) -> Generation:
+        """Blocking :meth:`submit`."""
+        return self.submit(prompt_ids, **kwargs).result()
+
+    def generate_batch(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        keep_eos: bool = False,
+        stop: list[str] | None = None,
+        seeds: list[int] | None = None,
+    ) -> list[Generation]:
+        """Generate for every prompt; results in order.
+
+        Prompt ``i`` samples with ``seeds[i]`` (else ``seed + i``): its text depends on its seed
+        alone, not on the batch. ``keep_eos=True`` keeps the end-of-sequence token that stopped a
+        generation in ``token_ids`` and ``logprobs`` (``text`` never shows it): a trainer needs
+        it, since stopping is an action.
+        """
+        requests = []
+        for prompt, s in zip(prompts, prompt_seeds(len(prompts), seed, seeds), strict=True):
+            request = make_request(prompt, max_new_tokens, stop, temperature, top_p, s)
+            request.keep_eos = keep_eos
+            requests.append(request)
+        return self._run_batch(requests)
+
+    def clear_prefix_cache(self) -> None:
+        """Forget every cached prefix (after the model's weights change)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
+
+    def cancel_all(self, reason: str = "the server is shutting down") -> None:
+        """Fail every queued and running request with :class:`EngineClosed` (graceful shutdown).
+
+        Running generations stop at their next step, so :meth:`close` returns promptly; queued
+        ones stay queued, already failed, and the worker skips them.
+        """
+        error = EngineClosed(reason)
+        for request in [*self._running_requests(), *queued(self._queue)]:
+            request.deliver(error)
+
+    def close(self) -> None:
+        """Stop the worker thread after the requests already queued, and free the caches."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        self._closed()
+
+    # ------------------------------------------------------------------ what differs
+    def _attach(
+        self, model: Any, tokenizer: Any, path: str | None, device: str, max_batch_size: int
+    ) -> None:
+        """The state every local engine keeps (``path`` None: a model already in memory)."""
+        self.path = path or str(getattr(model, "name_or_path", "") or "in-memory")
+        self.tokenizer = tokenizer
+        self.model = model
+        self.device = device
+        self.max_batch_size = max_batch_size
+        self.stats = EngineStats()
+        self.batch_sizes: list[int] = []
+        """Rows in every forward (or ``generate`` call) so far, for benchmarks and tests."""
+
+    @abstractmethod
+    def _enqueue(self, requests: list[Request]) -> None:
+        """Hand ``requests`` to the worker thread (starting it if need be)."""
+
+    @abstractmethod
+    def _running_requests(self) -> list[Request]:
+        """The requests the worker is generating now (a snapshot, safe from any thread)."""
+
+    def _run_batch(self, requests: list[Request]) -> list[Generation]:
+        """Run ``requests`` to their end and return their results (default: through the queue)."""
+        self._enqueue(requests)
+        return [r.future.result() for r in requests]
+
+    def _closed(self) -> None:
+        """Free what the engine holds once its thread has stopped."""
+        self.clear_prefix_cache()
+
+
+def queued(items: queue.Queue[Any]) -> list[Request]:
+    """The requests waiting in a worker's queue (items: a request, a list of them, or other)."""
+    with items.mutex:
+        snapshot = list(items.queue)
+    flat = [x for item in snapshot for x in (item if isinstance(item, list) else [item])]
+    return [x for x in flat if isinstance(x, Request)]
+
+
+def load_checkpoint(path: Any, device: str) -> tuple[str, Any, Any]:
+    """(resolved path, tokenizer, model in eval mode on ``device``) of a local checkpoint."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from agentgym.llm.models import resolve_model_path
+
+    hf_logging.disable_progress_bar()
+    path = str(resolve_model_path(str(path)))
+    tokenizer: Any = AutoTokenizer.from_pretrained(path)
+    if not tokenizer.chat_template:  # else every request fails deep inside transformers
+        raise ValueError(
+            f"the checkpoint at {path} has no chat template: add a chat_template.jinja "
+            "(a GGUF file carries it as tokenizer.chat_template)"
+        )
+    loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
+    model: Any = loader.from_pretrained(path).to(device).eval()
+    return path, tokenizer, model
