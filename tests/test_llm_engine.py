@@ -185,5 +185,7 @@ def test_a_slot_that_computed_a_stored_block_itself_shares_no_prefix_past_it():
     fresh = blocks.store(list(range(8)), 8, first, read)
     assert fresh == blocks.serials(first) and len(fresh) == 2  # read from this slot: exact
     again: list[int] = []
-    assert blocks.store(list(range(12)), 12, again, read) == []  # its first block came from elsewhere
+    assert (
+        blocks.store(list(range(12)), 12, again, read) == []
+    )  # its first block came from elsewhere
     assert len(again) == 3
