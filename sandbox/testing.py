@@ -34,3 +34,18 @@ def require_docker(need_current_image: bool = False) -> Any:
     if os.environ.get("CI"):
         pytest.fail(f"{problem} (Docker tests may not be skipped in CI)")
     pytest.skip(problem)
+
+
+def started_pool(provider: str, **config: Any) -> Any:
+    """A started one-sandbox pool of ``provider`` (``docker`` or ``local``) with ``config``;
+    skips the calling test where that provider cannot run (Docker as :func:`require_docker`)."""
+    import pytest
+
+    from agentgym.sandbox import SandboxConfig, SandboxPool, get_provider
+    from agentgym.sandbox.local import bwrap_works
+
+    if provider == "docker":
+        require_docker()
+    elif not bwrap_works():
+        pytest.skip("bubblewrap is not usable here")
+    return SandboxPool(get_provider(provider, SandboxConfig(**config)), size=1).start()

@@ -26,6 +26,7 @@ from agentgym.llm.engine import LocalEngine
 from agentgym.llm.server import ServerThread, create_app
 from agentgym.rollout import rollout
 from agentgym.sandbox.local import bwrap_works
+from agentgym.sandbox.testing import started_pool
 from agentgym.task import TaskSuite
 
 SWE_TASKS = Path(__file__).resolve().parents[1] / "tasks" / "swe" / "humanevalfix.jsonl"
@@ -268,20 +269,9 @@ LEAVE = (
 LOOK = "ls -A /work /tmp /dev/shm /dev/mqueue | grep -c leak; ipcs -m | grep -c '^0x'"
 
 
-def _pool(provider: str, **config):
-    from agentgym.sandbox import SandboxConfig, SandboxPool, get_provider
-    from agentgym.sandbox.testing import require_docker
-
-    if provider == "docker":
-        require_docker()
-    elif not bwrap_works():
-        pytest.skip("bubblewrap is not usable here")
-    return SandboxPool(get_provider(provider, SandboxConfig(**config)), size=1).start()
-
-
 @pytest.mark.parametrize("provider", ["docker", "local"])
 def test_a_reset_clears_every_writable_place_and_dev_shm_is_capped(provider):
-    with _pool(provider) as pool:
+    with started_pool(provider) as pool:
         with pool.acquire() as first:
             writable = first.exec(["sh", "-c", WRITABLE]).stdout.split()
             assert set(writable) <= {"/work", "/tmp", "/dev/shm", "/dev/mqueue"}, writable
@@ -309,7 +299,7 @@ def _wait_until_idle(pool, n: int, timeout_s: float = 120.0) -> None:
 
 @pytest.mark.parametrize("provider", ["docker", "local"])
 def test_write_file_streams_and_a_file_past_the_cap_is_a_clear_error(provider):
-    with _pool(provider) as pool, pool.acquire() as box:
+    with started_pool(provider) as pool, pool.acquire() as box:
         box.write_file("big", b"x" * (200 << 20))  # one message of it OOM-killed docker (1 GB)
         assert box.exec(["stat", "-c", "%s", "big"]).stdout.strip() == str(200 << 20)
         with pytest.raises(OSError, match=r"do not fit; \d+ bytes are free.*size-capped tmpfs"):

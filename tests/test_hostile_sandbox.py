@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.sandbox.local import bwrap_works
+from agentgym.sandbox.testing import started_pool
 
 PLACES = "/tmp /dev/shm /work"
 HIDE = (  # folders their owner cannot enter or empty: rmtree(ignore_errors=True) left them whole
@@ -20,20 +21,9 @@ SEEK = (
 )
 
 
-def _pool(provider: str, **config):
-    from agentgym.sandbox import SandboxConfig, SandboxPool, get_provider
-    from agentgym.sandbox.testing import require_docker
-
-    if provider == "docker":
-        require_docker()
-    elif not bwrap_works():
-        pytest.skip("bubblewrap is not usable here")
-    return SandboxPool(get_provider(provider, SandboxConfig(**config)), size=1).start()
-
-
 @pytest.mark.parametrize("provider", ["docker", "local"])
 def test_a_folder_its_owner_locked_is_gone_after_a_reset(provider):
-    with _pool(provider) as pool:
+    with started_pool(provider) as pool:
         with pool.acquire() as first:
             assert first.exec(["sh", "-c", HIDE]).stdout.split() == ["3"]
             handle = first._inner.handle
@@ -46,7 +36,7 @@ def test_a_folder_its_owner_locked_is_gone_after_a_reset(provider):
 @pytest.mark.parametrize("provider", ["docker", "local"])
 def test_the_issue_probe_a_locked_folder_in_tmp_alone(provider):
     """The probe as filed: only /tmp, which the reset did not check, so the box was reused."""
-    with _pool(provider) as pool:
+    with started_pool(provider) as pool:
         with pool.acquire() as first:
             first.exec(["sh", "-c", "mkdir /tmp/d; echo SECRET > /tmp/d/s; chmod 500 /tmp/d"])
         with pool.acquire() as second:
@@ -62,7 +52,7 @@ DEEP = (  # deeper than PATH_MAX: removal by path fails, so the reset must not p
 
 @pytest.mark.parametrize("provider", ["docker", "local"])
 def test_a_tree_too_deep_to_remove_is_not_lent_again(provider):
-    with _pool(provider) as pool:
+    with started_pool(provider) as pool:
         with pool.acquire() as first:
             first.exec(["sh", "-c", DEEP])
             handle = first._inner.handle
@@ -110,7 +100,7 @@ def test_a_reset_that_cannot_empty_a_place_replaces_the_sandbox():
 def test_reading_dev_zero_is_an_output_limit_error_and_the_sandbox_lives_on(provider):
     from agentgym.sandbox import OutputLimitExceeded
 
-    with _pool(provider) as pool, pool.acquire() as box:
+    with started_pool(provider) as pool, pool.acquire() as box:
         with pytest.raises(OutputLimitExceeded, match=r"/dev/zero: more than 104857600 bytes"):
             box.read_file("../../../../dev/zero")  # Swe's `view ../../../../dev/zero`
         box.exec(["mkfifo", "pipe"])

@@ -223,13 +223,7 @@ def _deliver(k: Knowledge, held: str) -> str:
             return _explore(k)
         return f"use {lamp[1]}" if lamp[0] in k.here else f"go to {lamp[0]}"
     dest = next(r for r in k.receptacles if type_of(r) == k.goal.receptacle)
-    if dest not in k.here:
-        return f"go to {dest}"
-    if not k.observed(dest):
-        return f"examine {dest}"
-    if dest in k.closed:
-        return f"open {dest}"
-    return f"put {held} in/on {dest}"
+    return _put_at(k, held, dest)
 
 
 TREAT = {
