@@ -192,19 +192,21 @@ def test_two_keys_share_a_run_and_a_key_is_read_from_a_named_variable(
 
 
 # ---------------------------------------------------------------------------- 11: crafted stores
-def _store_with_a_run(db: Path) -> str:
+def _store_with_a_run(db: Path, *tamper: str) -> str:
+    """A store holding one expert run, then changed behind agentgym's back by ``tamper`` SQL."""
     result = agentgym.evaluate(_suite(1), "expert", db=db)
     result.store.close()
+    conn = sqlite3.connect(db)
+    for sql in tamper:
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
     return result.run_id
 
 
 def test_a_run_config_that_is_not_json_is_one_line_naming_the_file(tmp_path):
     db = tmp_path / "bad.db"
-    _store_with_a_run(db)
-    conn = sqlite3.connect(db)
-    conn.execute("update runs set config = '{not json'")
-    conn.commit()
-    conn.close()
+    _store_with_a_run(db, "update runs set config = '{not json'")
     for args in (["report", "bad.db"], ["eval", "clarify/test", "-a", "expert", "--limit", "1",
                                         "--db", "bad.db"]):  # fmt: skip
         r = _cli(*args, cwd=tmp_path)
@@ -215,11 +217,7 @@ def test_a_run_config_that_is_not_json_is_one_line_naming_the_file(tmp_path):
 
 def test_export_of_a_row_agentgym_did_not_write_is_one_line(tmp_path):
     db = tmp_path / "odd.db"
-    _store_with_a_run(db)
-    conn = sqlite3.connect(db)
-    conn.execute("update episodes set duration_s = 'long'")
-    conn.commit()
-    conn.close()
+    _store_with_a_run(db, "update episodes set duration_s = 'long'")
     r = _cli("export", "odd.db", cwd=tmp_path)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(lines) == 1, r.stderr[-2000:]
@@ -228,13 +226,9 @@ def test_export_of_a_row_agentgym_did_not_write_is_one_line(tmp_path):
 
 def test_a_store_with_a_trigger_is_not_opened_for_writing(tmp_path):
     db = tmp_path / "trap.db"
-    _store_with_a_run(db)
-    conn = sqlite3.connect(db)
-    conn.execute("create table loot (x)")
-    conn.execute("create trigger grab after insert on episodes begin "
-                 "insert into loot values (new.first_observation); end")  # fmt: skip
-    conn.commit()
-    conn.close()
+    _store_with_a_run(db, "create table loot (x)",
+                      "create trigger grab after insert on episodes begin "
+                      "insert into loot values (new.first_observation); end")  # fmt: skip
     with pytest.raises(
         StoreError, match=r"trap.db has SQLite triggers agentgym did not make \(grab\)"
     ):
