@@ -7,13 +7,39 @@ verl-agent's ``ALFWORLD_TEMPLATE`` shows, worded for a one-line reply (no ``<thi
 The chat agent (``hf:PATH?history=K``), the trainer's rollouts (``rollout.history``) and the
 demonstration rows of ``agents/context.py`` (``play_rows``) all build the prompt here, so training
 and ``agentgym eval`` see the same text.
+
+*Notes* (``?notes=NAME``, ``rollout.notes``) add one line the agent's harness rebuilds every turn
+from the episode's own observations and actions: state that scrolled out of the last K steps
+(Household's ``household``: where the agent is, what it holds, where it saw the task's objects,
+which receptacles it has not visited). They are a function of the text the agent was shown,
+nothing more, registered by name (:data:`NOTES`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from agentgym.plugins import Registry
+
+Notes = Callable[[Sequence[str], Sequence[str]], str]
+"""(observations, actions) -> one line of notes; ``observations`` has one more (the current)."""
+
+
+def _builtin_notes() -> None:
+    NOTES.register("household", "agentgym.envs.household.notes:room_notes")
+
+
+NOTES: Registry[Notes] = Registry("bounded-context notes", "agentgym.notes", _builtin_notes)
+"""Notes by name; other distributions add theirs through the entry-point group ``agentgym.notes``."""
+
+
+def check_notes(name: str | None) -> str | None:
+    """``name`` if notes of that name are registered (None: no notes); a clear error otherwise."""
+    if name is not None and NOTES.find(name) is None:
+        raise ValueError(f"unknown notes {name!r}; registered: {', '.join(NOTES.names())}")
+    return name
 
 
 def bounded_prompt(
@@ -22,12 +48,14 @@ def bounded_prompt(
     actions: Sequence[str],
     admissible: Sequence[str] | None,
     history: int,
+    notes: str | None = None,
 ) -> str:
     """The user message of the next step.
 
     ``observations[i]`` was answered by ``actions[i]``; the last observation (one more than the
     actions) is the current one. ``history`` past steps are shown (0: none); ``admissible`` None
-    leaves the action list out (envs that do not list their commands).
+    leaves the action list out (envs that do not list their commands); ``notes``, a line of
+    notes, goes just before the current observation.
     """
     if len(observations) != len(actions) + 1:
         raise ValueError(
@@ -48,6 +76,8 @@ def bounded_prompt(
             f"[Observation {i + 1}: {observations[i]!r}, Action {i + 1}: {actions[i]!r}]"
             for i in range(first, step)
         ]
+    if notes:
+        lines.append(notes)
     lines.append(f"You are now at step {step + 1}. Current observation: {observations[-1]}")
     if admissible is not None:
         lines.append(f"Admissible actions: [{', '.join(admissible)}].")
@@ -60,9 +90,14 @@ class BoundedHistory:
     """One episode's text as the bounded prompt needs it; fed turn by turn."""
 
     history: int
+    notes: str | None = None
+    """A name in :data:`NOTES`; None: no notes line."""
     task: str = ""
     observations: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_notes(self.notes)
 
     def start(self, task: str) -> None:
         self.task, self.observations, self.actions = task, [], []
@@ -70,8 +105,14 @@ class BoundedHistory:
     def prompt(self, observation: str, info: dict[str, Any]) -> str:
         """Record the observation (and ``info["available_actions"]``); the next step's prompt."""
         self.observations.append(observation)
+        notes = NOTES.get(self.notes)(self.observations, self.actions) if self.notes else None
         return bounded_prompt(
-            self.task, self.observations, self.actions, info.get("available_actions"), self.history
+            self.task,
+            self.observations,
+            self.actions,
+            info.get("available_actions"),
+            self.history,
+            notes,
         )
 
     def acted(self, action: str) -> None:

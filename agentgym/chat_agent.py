@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from agentgym.agent import Action
-from agentgym.bounded_context import BoundedHistory
+from agentgym.bounded_context import BoundedHistory, check_notes
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatClient, ChatRequest, ChatResponse, Message
 from agentgym.llm.factory import make_client, split_spec
@@ -49,6 +49,16 @@ class ChatAgentConfig(BaseModel):
     """Bounded context (``?history=K``): each turn one user message, rebuilt from the task, the
     last K steps, the observation and the admissible actions (:mod:`agentgym.bounded_context`;
     no system prompt, no demonstration); None: the linear chat."""
+    notes: str | None = None
+    """Notes in the bounded context (``?notes=household``): one line rebuilt every turn from the
+    episode's own text (:data:`agentgym.bounded_context.NOTES`); needs ``history``."""
+
+    @model_validator(mode="after")
+    def _notes_need_a_bounded_context(self) -> ChatAgentConfig:
+        if self.notes is not None and self.history is None:
+            raise ValueError("notes go in a bounded context: set history=K too (e.g. history=2)")
+        check_notes(self.notes)
+        return self
 
 
 class FormatError(ValueError):
@@ -142,7 +152,11 @@ class ChatAgent:
         system: list[Message] = [{"role": "system", "content": self.system_prompt}]
         self.messages: list[Message] = (system if self.system_prompt else []) + self.few_shot
         self._tool_call_ids: list[str] = []
-        self.bounded = None if self.config.history is None else BoundedHistory(self.config.history)
+        self.bounded = (
+            None
+            if self.config.history is None
+            else BoundedHistory(self.config.history, self.config.notes)
+        )
         if self.bounded is not None:
             self.bounded.start(str(info.get("instruction", "")))
 

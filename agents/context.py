@@ -18,19 +18,26 @@ NOTHING = "Nothing happens."
 
 
 def play_rows(
-    env: Any, agent: Any, task: Any, history: int, stutter: float = 0.0, seed: int = 0
+    env: Any,
+    agent: Any,
+    task: Any,
+    history: int,
+    stutter: float = 0.0,
+    seed: int = 0,
+    notes: str | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
     """Play ``task`` with ``agent`` (a demonstrator) and return one SFT row per step
     (``{"messages": [user, assistant]}``: the bounded prompt of that step and the agent's
     action), and whether the episode was won. The rows hold what a :class:`ChatAgent` with
-    ``history`` is shown, so SFT on them trains the prompt ``hf:CKPT?history=K`` plays.
+    ``history`` (and ``notes``) is shown, so SFT on them trains the prompt
+    ``hf:CKPT?history=K&notes=NAME`` plays.
 
     With ``stutter`` > 0, after each ``go to`` the agent's command is repeated with that
     probability (again, geometrically) before its next step; the repeats are played and shown in
     later prompts but are never rows. The agent must keep its commands in ``agent.actions`` (the
     searcher does), so it reads the repeat as its own."""
     rng = random.Random(f"{seed}:{task.id}")
-    ctx = BoundedHistory(history)
+    ctx = BoundedHistory(history, notes)
     obs, info = env.reset(seed=0, options={"task": task})
     agent.reset(info)
     ctx.start(str(info.get("instruction", "")))

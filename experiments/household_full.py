@@ -56,12 +56,13 @@ MODEL = "smollm2"
 
 # ============================================================================ data
 def searcher_rows(
-    task: Task, history: int, stutter: float = 0.0, seed: int = 0
+    task: Task, history: int, stutter: float = 0.0, seed: int = 0, notes: str | None = None
 ) -> list[dict[str, Any]] | None:
     """One SFT row per step of the searcher's episode on ``task`` (None if it did not win):
     the prompt ``hf:CKPT?history=K`` is shown at that step and the searcher's command; with
-    ``stutter``, repeated ``go to`` commands in the history (:func:`play_rows`)."""
-    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, history, stutter, seed)
+    ``stutter``, repeated ``go to`` commands in the history; with ``notes``, that notes line
+    (:func:`play_rows`)."""
+    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, history, stutter, seed, notes)
     return rows if won else None
 
 
@@ -81,15 +82,21 @@ def pick_tasks(episodes: int, seed: int) -> list[Task]:
 
 
 def make_data(
-    out: Path, episodes: int, history: int, seed: int, stutter: float = 0.0
+    out: Path,
+    episodes: int,
+    history: int,
+    seed: int,
+    stutter: float = 0.0,
+    notes: str | None = None,
 ) -> dict[str, Any]:
     """Write ``sft.jsonl`` and ``data.json`` (see the module docstring); reuse them if present
     and made with the same settings."""
     stats_path = out / "data.json"
-    asked = {"history": history, "seed": seed, "stutter": stutter}
+    asked = {"history": history, "seed": seed, "stutter": stutter, "notes": notes}
     if stats_path.is_file():
         stats = dict(json.loads(stats_path.read_text()))
-        made = {k: stats.get(k, 0.0) for k in asked}  # folders from before --stutter: 0.0
+        before = {"stutter": 0.0, "notes": None}  # folders from before these options
+        made = {k: stats.get(k, before.get(k)) for k in asked}
         if made != asked:
             raise ValueError(f"{out} holds SFT data made with {made}, not {asked}: "
                              "use another --out, or delete sft.jsonl and data.json")  # fmt: skip
@@ -107,7 +114,7 @@ def make_data(
         kind = task.config["task_type"]
         if kept[kind] >= per_type:
             continue
-        got = searcher_rows(task, history, stutter, seed)
+        got = searcher_rows(task, history, stutter, seed, notes)
         if got is None:
             missed[kind] += 1
             continue
@@ -125,6 +132,7 @@ def make_data(
         "history": history,
         "seed": seed,
         "stutter": stutter,
+        "notes": notes,
         "tokens_per_row_mean": sum(tokens) / len(tokens),
         "tokens_per_row_max": max(tokens),
         "tokens_total": sum(tokens),
@@ -166,7 +174,7 @@ def sft_config(out: Path, args: argparse.Namespace) -> Any:
             "out_dir": str(out / "sft"),
             "save_every": args.save_every,
             "resume": True,
-            "threads": 1,
+            "threads": args.threads,
             "db": str(out / "train.db"),
             "run_name": "household-sft",
         }
@@ -213,6 +221,7 @@ def rl_config(out: Path, args: argparse.Namespace, seed: int) -> Any:
                 "temperature": 1.0,
                 "max_context_tokens": 1536,
                 "history": args.history,
+                "notes": args.notes,
             },
             "algo": {"name": args.rl_algo, "layout": "step", "clip_high": 0.28},
             "optim": {"lr": args.rl_lr, "micro_batch_size": args.micro_batch},
@@ -221,7 +230,7 @@ def rl_config(out: Path, args: argparse.Namespace, seed: int) -> Any:
             "out_dir": str(out / f"rl-{seed}"),
             "save_every": 1,
             "resume": True,
-            "threads": 1,
+            "threads": args.threads,
             "db": str(out / "train.db"),
             "run_name": f"household-rl-{seed}",
         }
@@ -256,7 +265,9 @@ def checkpoint(out: Path, stage: str) -> str:
 def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
     """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable).
     Episodes run ``--concurrency`` at a time: the engine batches their turns."""
-    spec = f"hf:{checkpoint(out, stage)}?history={args.history}&temperature=0&max_format_errors=0"
+    notes = f"&notes={args.notes}" if args.notes else ""
+    spec = (f"hf:{checkpoint(out, stage)}?history={args.history}{notes}"
+            "&temperature=0&max_format_errors=0")  # fmt: skip
     for split in args.splits:
         cmd = [sys.executable, "-m", "agentgym.cli", "eval", f"household/{split}", "-a", spec,
                "--db", str(out / "eval.db"), "-c", str(args.concurrency)]  # fmt: skip
@@ -349,6 +360,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("stage", choices=["data", "sft", "rl", "eval", "table", "compare", "progress"])
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
+    p.add_argument("--notes", default=None,
+                   help="notes line in the bounded prompt (household), in data, rl and eval")  # fmt: skip
     p.add_argument("--episodes", type=int, default=240, help="searcher episodes for SFT")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stutter", type=float, default=0.0,
@@ -370,14 +383,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--limit", type=int, default=None, help="eval: first N tasks of each split")
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
-    p.add_argument("--threads", type=int, default=1, help="eval: torch threads")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of sft, rl and eval")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.stage == "data":
-        stats = make_data(args.out, args.episodes, args.history, args.seed, args.stutter)
+        stats = make_data(
+            args.out, args.episodes, args.history, args.seed, args.stutter, args.notes
+        )
         print(json.dumps(stats, indent=1))
     elif args.stage == "sft":
-        make_data(args.out, args.episodes, args.history, args.seed, args.stutter)
+        make_data(args.out, args.episodes, args.history, args.seed, args.stutter, args.notes)
         print(run_sft(args.out, args))
     elif args.stage == "rl":
         for seed in args.seeds:

@@ -65,8 +65,9 @@ class Replay:
         return self.actions[self.i - 1]
 
 
-def test_chat_agent_and_sft_rows_build_the_same_prompt(tiny_model):
-    """The tiny model plays 4 turns as ``hf:PATH?history=2``; the rows the training data is made
+@pytest.mark.parametrize("notes", [None, "household"])
+def test_chat_agent_and_sft_rows_build_the_same_prompt(tiny_model, notes):
+    """The tiny model plays 4 turns as ``hf:PATH?history=2`` (with or without ``&notes=``); the rows the training data is made
     of (:func:`play_rows`, as ``experiments.household_full`` writes them) for the same commands
     hold the same user message at every step, and the trainer's chat format tokenises it to as
     many tokens as the agent's client sent."""
@@ -78,7 +79,8 @@ def test_chat_agent_and_sft_rows_build_the_same_prompt(tiny_model):
     task = next(iter(TaskSuite.load("household/valid_unseen")))
     task = task.model_copy(update={"config": {**task.config, "max_turns": 4}})
     env = HouseholdEnv()
-    agent = chat_agent(f"hf:{tiny_model}?history=2&max_tokens=6&max_format_errors=0", env)
+    option = f"&notes={notes}" if notes else ""
+    agent = chat_agent(f"hf:{tiny_model}?history=2{option}&max_tokens=6&max_format_errors=0", env)
     obs, info = env.reset(seed=0, options={"task": task})
     agent.reset(info)
     prompts, actions, prompt_tokens = [], [], []
@@ -89,8 +91,9 @@ def test_chat_agent_and_sft_rows_build_the_same_prompt(tiny_model):
         actions.append(action.text)
         prompt_tokens.append(action.usage.prompt_tokens)
         obs, _, terminated, truncated, info = env.step(action.text)
-    rows, _ = play_rows(HouseholdEnv(), Replay(actions), task, history=2)
+    rows, _ = play_rows(HouseholdEnv(), Replay(actions), task, history=2, notes=notes)
     assert [r["messages"][0]["content"] for r in rows] == prompts
+    assert all(("Notes: " in p) == (notes is not None) for p in prompts)
     assert [r["messages"][1]["content"] for r in rows] == actions
     assert "Admissible actions: [go to " in prompts[0] and "Observation 1:" in prompts[2]
     chat = ChatFormat(AutoTokenizer.from_pretrained(str(tiny_model)), system_prompt=False)
@@ -101,6 +104,50 @@ def test_chat_agent_and_sft_rows_build_the_same_prompt(tiny_model):
 def test_history_option_is_checked():
     with pytest.raises(ValueError, match="history"):
         chat_agent("hf:nowhere?history=-1", None)
+    with pytest.raises(ValueError, match="set history=K too"):
+        chat_agent("hf:nowhere?notes=household", None)
+    with pytest.raises(ValueError, match="unknown notes 'diary'; registered: household"):
+        chat_agent("hf:nowhere?history=2&notes=diary", None)
+    with pytest.raises(ValueError, match="unknown notes"):
+        BoundedHistory(2, "diary")
+
+
+def test_household_notes_keep_what_scrolled_out_of_the_window():
+    """The searcher wins a cool task; at every step the notes list the overview's receptacles
+    not yet gone to, in listing order, where it stands, what it holds (and whether it is cooled)
+    and where it saw objects of the task's types: each of them shown to it earlier, and all of
+    it out of a 2-step window by the end."""
+    from agentgym.envs.household.searcher import SearchAgent, read_intro
+
+    suite = TaskSuite.load("household/valid_unseen")
+    task = next(t for t in suite if t.instruction.startswith("put a cool cup"))
+    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, history=2, notes="household")
+    assert won
+    prompts = [r["messages"][0]["content"] for r in rows]
+    actions = [r["messages"][1]["content"] for r in rows]
+    notes = [next(line for line in p.splitlines() if line.startswith("Notes: ")) for p in prompts]
+    overview = prompts[0].split("Current observation: ", 1)[1]
+    listing = read_intro(overview).receptacles
+    assert notes[0] == "Notes: seen: nothing wanted; not visited yet: " + ", ".join(listing)
+    for step, line in enumerate(notes):
+        gone = {a.removeprefix("go to ") for a in actions[:step] if a.startswith("go to ")}
+        left = line.split("not visited yet: ", 1)[1]
+        assert left == (", ".join(r for r in listing if r not in gone) or "none")
+        if step and actions[step - 1].startswith("go to "):  # there, or there too
+            assert actions[step - 1].removeprefix("go to ") in line.split(";")[0]
+            assert line.startswith("Notes: at ")
+    cooled = next(i for i, a in enumerate(actions) if a.startswith("cool ")) + 1
+    held = actions[cooled - 1].split()[1:3]
+    assert f"holding {' '.join(held)} (cooled)" in notes[cooled]
+    assert "holding" not in notes[0] and "(cooled)" not in notes[cooled - 1]
+    took = next(i for i, a in enumerate(actions) if a.startswith("take "))
+    assert "seen: cup" in notes[took]  # the cup it takes next was seen
+    shown = [p.split("Current observation: ", 1)[1].split("\nAdmissible")[0] for p in prompts]
+    for step, line in enumerate(notes):
+        seen = line.split("seen: ", 1)[1].split(";")[0]
+        for item in [] if seen == "nothing wanted" else seen.split(", "):
+            obj, where = item.split(" in ")
+            assert any(obj in o and where in o for o in shown[: step + 1]), item
 
 
 def test_bounded_history_records_the_agents_actions():
@@ -112,7 +159,8 @@ def test_bounded_history_records_the_agents_actions():
     assert "Action 1: 'look'" in text and "Admissible" not in text
 
 
-def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model):
+@pytest.mark.parametrize("notes", [None, "household"])
+def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model, notes):
     """``rollout.history=2``: each turn is generated from its own prompt, and that prompt's ids
     are the chat format's ids of the user message the chat agent and the SFT rows hold for the
     same commands; step rows cut there and reproduce the sampling logprobs."""
@@ -131,13 +179,13 @@ def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model):
     chat = ChatFormat(tok, system_prompt=False)
     task = next(iter(TaskSuite.load("household/valid_unseen")))
     task = task.model_copy(update={"config": {**task.config, "max_turns": 4}})
-    sampling = Sampling(max_turns=4, max_new_tokens=6, temperature=1.0, history=2)
+    sampling = Sampling(max_turns=4, max_new_tokens=6, temperature=1.0, history=2, notes=notes)
     jobs = [Job(task, "g", k, k) for k in range(2)]
     episodes, _ = collect(engine, chat, LocalEnvPool("Household-v0"), jobs, sampling, seed=3)
     for ep in episodes:
         assert ep.ok and len(ep.turns) == 4
         actions = [s.action for s in ep.episode.steps]
-        rows, _ = play_rows(HouseholdEnv(), Replay(actions), task, history=2)
+        rows, _ = play_rows(HouseholdEnv(), Replay(actions), task, history=2, notes=notes)
         for turn, row in zip(ep.turns, rows, strict=True):
             assert ep.ids[turn.context_start : turn.action_start] == chat.prompt(
                 "", row["messages"][0]["content"]
@@ -171,6 +219,11 @@ def test_trainer_config_needs_step_rows_for_a_bounded_context():
         TrainConfig.model_validate(base)
     cfg = TrainConfig.model_validate({**base, "algo": {"layout": "step"}})
     assert cfg.rollout.history == 2
+    step = {"algo": {"layout": "step"}}
+    with pytest.raises(ValueError, match="unknown notes 'diary'; registered: household"):
+        TrainConfig.model_validate({**base, **step, "rollout": {"history": 2, "notes": "diary"}})
+    with pytest.raises(ValueError, match="set rollout.history"):
+        TrainConfig.model_validate({**base, **step, "rollout": {"notes": "household"}})
 
 
 @pytest.mark.parametrize("algo", ["gigpo", "ppo"])

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentgym.bounded_context import check_notes
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.config_errors import one_line
 from agentgym.train.policy import LoraConfig
@@ -108,6 +109,9 @@ class RolloutConfig(_Strict):
     """Bounded context: every turn's prompt is the task, the last ``history`` steps, the
     observation and the admissible actions (``agentgym/bounded_context.py``), as the chat agent's
     ``?history=K`` builds it; needs ``algo.layout: step``. None: one growing chat."""
+    notes: str | None = None
+    """Notes in the bounded context (``household``), as the chat agent's ``?notes=NAME`` adds
+    them (:data:`agentgym.bounded_context.NOTES`); needs ``history``."""
     max_batch_size: int = Field(default=64, ge=1)
     """Sequences per generation batch."""
     prefix_cache_mb: int = Field(default=2048, ge=0)
@@ -338,6 +342,9 @@ class TrainConfig(_Strict):
                 "rollout.history (a bounded context) gives every turn its own prompt: set "
                 "algo.layout=step (one row per turn), not episode"
             )
+        if self.rollout.notes is not None and self.rollout.history is None:
+            raise ValueError("rollout.notes go in a bounded context: set rollout.history too")
+        check_notes(self.rollout.notes)
         return self
 
     @model_validator(mode="after")

@@ -51,6 +51,8 @@ class Sampling:
     history: int | None = None
     """Bounded context (:mod:`agentgym.bounded_context`): every turn a fresh prompt of the task, the last
     ``history`` steps, the observation and the admissible actions; None: one growing chat."""
+    notes: str | None = None
+    """Notes in the bounded context (:data:`agentgym.bounded_context.NOTES`)."""
     stop: tuple[str, ...] = ()
     """Stop strings (``"\n"`` for an env with one-line actions: see :meth:`from_spec`)."""
 
@@ -61,6 +63,7 @@ class Sampling:
         max_turns: int = 8,
         max_context_tokens: int = 4096,
         history: int | None = None,
+        notes: str | None = None,
     ) -> Sampling:
         """Rollouts that sample actions as ``agentgym eval``'s ChatAgent does for the same env."""
         return cls(
@@ -70,6 +73,7 @@ class Sampling:
             spec.top_p,
             max_context_tokens,
             history,
+            notes,
             tuple(spec.stop),
         )
 
@@ -145,7 +149,9 @@ def collect(
     resets = pool.reset([(job.task, job.seed) for job in jobs])
     stats.env_s += time.perf_counter() - t0
     for lv, out in zip(live, resets, strict=True):
-        lv.bounded = None if sampling.history is None else BoundedHistory(sampling.history)
+        lv.bounded = (
+            None if sampling.history is None else BoundedHistory(sampling.history, sampling.notes)
+        )
         _start(lv, out, chat, pool.system_prompt)
         if picker is not None and lv.ep.ok:
             lv.pick_state = picker.start(lv.ep.episode.instruction)

@@ -205,7 +205,7 @@ class Trainer:
         spec = SamplingSpec.for_env(
             spec_of(self.cfg.env.id).load(), temperature, r.top_p, max_tokens=r.max_new_tokens
         )  # the env's stops, as agentgym eval's agent uses them
-        sampling = Sampling.from_spec(spec, r.max_turns, r.max_context_tokens, r.history)
+        sampling = Sampling.from_spec(spec, r.max_turns, r.max_context_tokens, r.history, r.notes)
         picker = self.policy.adapter_picker(self.step, explore, seed)
         engine = self.engine
         if self._vllm is not None:
