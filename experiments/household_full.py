@@ -29,6 +29,9 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           seeds (the plan in docs/results.md).
 ``progress`` each training run's steps so far (SFT: NLL of the searcher's commands; RL: success)
           and seconds per step, from ``train.db``.
+``keep``  copy a stage's adapters (``--stage``) to ``--to`` (in the git tree, a few MB), naming
+          the base model ``smollm2`` rather than this machine's cache folder, so a new machine
+          evaluates it (``eval --stage DIR``) or starts RL from it (``rl --sft-checkpoint DIR``).
 """
 
 from __future__ import annotations
@@ -205,13 +208,18 @@ def run_sft(out: Path, args: argparse.Namespace) -> Path:
 
 
 # ============================================================================ rl
+def sft_checkpoint(out: Path, args: argparse.Namespace) -> Path:
+    """Where RL starts: ``--sft-checkpoint`` (a kept copy), else the sft stage's final."""
+    return args.sft_checkpoint or out / "sft" / "final"
+
+
 def rl_config(out: Path, args: argparse.Namespace, seed: int) -> Any:
     """GiGPO (or ``--rl-algo``) from the SFT adapters, with the bounded context of eval."""
     from agentgym.train.config import TrainConfig
 
     return TrainConfig.model_validate(
         {
-            "model": _model(str(out / "sft" / "final"), args),
+            "model": _model(str(sft_checkpoint(out, args)), args),
             "env": {"id": "Household-v0", "suite": "household/train", "system_prompt": False},
             "rollout": {
                 "tasks_per_step": args.rl_tasks,
@@ -244,8 +252,10 @@ def run_rl(out: Path, args: argparse.Namespace, seed: int) -> Path:
     final = out / f"rl-{seed}" / "final"
     if final.is_dir():
         return final
-    if not (out / "sft" / "final").is_dir():
-        raise FileNotFoundError(f"no SFT checkpoint at {out / 'sft' / 'final'}: run the sft stage")
+    if not sft_checkpoint(out, args).is_dir():
+        raise FileNotFoundError(
+            f"no SFT checkpoint at {sft_checkpoint(out, args)}: run the sft stage"
+        )
     trainer = Trainer(rl_config(out, args, seed))
     trainer.run()
     trainer.close()
@@ -255,9 +265,11 @@ def run_rl(out: Path, args: argparse.Namespace, seed: int) -> Path:
 # ============================================================================ eval
 def checkpoint(out: Path, stage: str) -> str:
     """The model an eval stage plays: ``base`` (untrained), ``sft`` or ``rl-SEED`` (their
-    ``final``), or a saved step such as ``sft/step-000096``."""
+    ``final``), a saved step such as ``sft/step-000096``, or a kept copy's folder."""
     if stage == "base":
         return MODEL
+    if Path(stage).is_absolute() or Path(stage, "adapter_config.json").is_file():
+        return str(Path(stage).resolve())
     final = out / stage / "final"
     return str(final if final.is_dir() or "/" not in stage else out / stage)
 
@@ -354,10 +366,31 @@ def progress(out: Path) -> str:
     return "\n".join(lines)
 
 
+KEPT = ("adapter_config.json", "adapter_model.safetensors", "chat_template.jinja",
+        "tokenizer.json", "tokenizer_config.json")  # fmt: skip
+"""What a kept checkpoint holds: the adapters and the tokenizer, not the optimizer state."""
+
+
+def keep(out: Path, stage: str, to: Path) -> Path:
+    """Copy ``stage``'s adapters to ``to`` with the base model named ``smollm2`` (resolved on
+    any machine by ``agentgym model fetch smollm2``), not this machine's cache path."""
+    import shutil
+
+    source = Path(checkpoint(out, stage))
+    config = json.loads((source / "adapter_config.json").read_text())
+    to.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        shutil.copyfile(source / name, to / name)
+    config["base_model_name_or_path"] = MODEL
+    (to / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    return to
+
+
 # ============================================================================ cli
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("stage", choices=["data", "sft", "rl", "eval", "table", "compare", "progress"])
+    stages = ["data", "sft", "rl", "eval", "table", "compare", "progress", "keep"]
+    p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
     p.add_argument("--notes", default=None,
@@ -375,11 +408,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--save-every", type=int, default=8)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="rl, compare")
     p.add_argument("--rl-algo", default="gigpo")
+    p.add_argument("--sft-checkpoint", type=Path, default=None,
+                   help="rl: start from this adapter folder (a kept copy), not OUT/sft/final")  # fmt: skip
     p.add_argument("--rl-steps", type=int, default=8)
     p.add_argument("--rl-tasks", type=int, default=4, help="tasks per RL step")
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--rl-lr", type=float, default=5e-5)
-    p.add_argument("--stage", dest="eval_stage", default="sft", help="eval: base, sft, rl-SEED")
+    p.add_argument("--stage", dest="eval_stage", default="sft",
+                   help="eval, keep: base, sft, rl-SEED, sft/step-N, or an adapter folder")  # fmt: skip
+    p.add_argument("--to", type=Path, default=None, help="keep: the folder to copy to")
     p.add_argument("--limit", type=int, default=None, help="eval: first N tasks of each split")
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
@@ -403,6 +440,10 @@ def main(argv: list[str] | None = None) -> None:
         print(compare(args.out, args.seeds))
     elif args.stage == "progress":
         print(progress(args.out))
+    elif args.stage == "keep":
+        if args.to is None:
+            p.error("keep needs --to FOLDER")
+        print(keep(args.out, args.eval_stage, args.to))
     else:
         print(table(args.out))
 

@@ -54,3 +54,39 @@ def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
     assert "seed 1: +25.0 points on 4 tasks (RL only 2, SFT only 1)" in text
     assert "seed 2: +25.0 points on 4 tasks (RL only 1, SFT only 0)" in text
     assert "RL - SFT over 2 seeds: +25.0 [+25.0, +25.0]" in text
+
+
+def test_a_kept_checkpoint_names_its_base_by_name_and_loads_the_same_weights(
+    tiny_model, tmp_path: Path, monkeypatch
+):
+    """``keep`` copies the adapters and tokenizer (not the optimizer) and names the base model
+    by the name ``agentgym model fetch`` resolves on any machine; loaded from the copy, the
+    merged model is the one the run trained."""
+    import json
+
+    import torch
+
+    from agentgym.train.policy import LoraConfig, load_model
+
+    model = load_model(tiny_model, lora=LoraConfig(r=4, alpha=8, target_modules=["q_proj"]))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.fill_(0.01)  # a trained adapter is not the identity
+    step = tmp_path / "run" / "sft" / "step-000008"
+    model.save_pretrained(step)
+    for name in ("chat_template.jinja", "tokenizer.json", "tokenizer_config.json"):
+        (step / name).write_bytes((Path(tiny_model) / name).read_bytes())
+    (step / "trainer_state.pt").write_bytes(b"optimizer")
+    monkeypatch.setattr(recipe, "MODEL", str(tiny_model))  # the base's name on this machine
+    kept = recipe.keep(tmp_path / "run", "sft/step-000008", tmp_path / "kept")
+    assert sorted(p.name for p in kept.iterdir()) == sorted(recipe.KEPT)
+    assert json.loads((kept / "adapter_config.json").read_text())["base_model_name_or_path"] == (
+        str(tiny_model)
+    )
+    assert recipe.checkpoint(tmp_path / "run", str(kept)) == str(kept.resolve())
+    original, copy = load_model(step).state_dict(), load_model(kept).state_dict()
+    assert original.keys() == copy.keys()
+    assert all(torch.equal(original[k], copy[k]) for k in original)
+    assert not torch.equal(copy["model.layers.0.self_attn.q_proj.weight"],
+                           load_model(tiny_model).state_dict()["model.layers.0.self_attn.q_proj.weight"])  # fmt: skip
