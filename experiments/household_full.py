@@ -366,6 +366,34 @@ def progress(out: Path) -> str:
     return "\n".join(lines)
 
 
+# ============================================================================ agree
+def agreement(out: Path, stage: str, args: argparse.Namespace) -> str:
+    """Teacher-forced imitation: on the searcher's own won episodes of the first ``--limit``
+    valid_unseen tasks, how often the checkpoint's greedy command is the searcher's, per verb.
+    A closed-loop episode needs nearly every step right (0.97 per step over 20 steps is 54%);
+    this says which commands are not, without the compounding of an eval."""
+    from agentgym.llm.engine import LocalEngine
+
+    engine = LocalEngine(checkpoint(out, stage), max_batch_size=args.concurrency)
+    rows: list[dict[str, Any]] = []
+    for task in list(TaskSuite.load("household/valid_unseen"))[: args.limit or 16]:
+        rows += searcher_rows(task, args.history, 0.0, args.seed, args.notes) or []
+    prompts = [engine.render(r["messages"][:1], None) for r in rows]
+    gens = engine.generate_batch(prompts, max_new_tokens=16, temperature=0.0, stop=["\n"])
+    engine.close()
+    right: dict[str, list[bool]] = defaultdict(list)
+    for row, gen in zip(rows, gens, strict=True):
+        want = row["messages"][1]["content"]
+        right[" ".join(want.split()[:2]) if want.startswith("go to") else want.split()[0]].append(
+            gen.text.strip() == want
+        )
+    every = [ok for oks in right.values() for ok in oks]
+    lines = [f"{verb}: {sum(oks)}/{len(oks)}" for verb, oks in sorted(right.items())]
+    return "\n".join(
+        [*lines, f"all: {sum(every)}/{len(every)} ({100 * sum(every) / len(every):.1f}%)"]
+    )
+
+
 KEPT = ("adapter_config.json", "adapter_model.safetensors", "chat_template.jinja",
         "tokenizer.json", "tokenizer_config.json")  # fmt: skip
 """What a kept checkpoint holds: the adapters and the tokenizer, not the optimizer state."""
@@ -389,7 +417,7 @@ def keep(out: Path, stage: str, to: Path) -> Path:
 # ============================================================================ cli
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    stages = ["data", "sft", "rl", "eval", "table", "compare", "progress", "keep"]
+    stages = ["data", "sft", "rl", "eval", "agree", "table", "compare", "progress", "keep"]
     p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
@@ -440,6 +468,8 @@ def main(argv: list[str] | None = None) -> None:
         print(compare(args.out, args.seeds))
     elif args.stage == "progress":
         print(progress(args.out))
+    elif args.stage == "agree":
+        print(agreement(args.out, args.eval_stage, args))
     elif args.stage == "keep":
         if args.to is None:
             p.error("keep needs --to FOLDER")

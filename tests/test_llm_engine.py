@@ -189,3 +189,33 @@ def test_a_slot_that_computed_a_stored_block_itself_shares_no_prefix_past_it():
         blocks.store(list(range(12)), 12, again, read) == []
     )  # its first block came from elsewhere
     assert len(again) == 3
+
+
+def test_a_lora_adapter_folder_gets_continuous_batching_with_its_adapters(tiny_model, tmp_path):
+    """A LoRA run's checkpoint (``adapter_config.json`` naming its base) runs on the base's
+    architecture, so it is batched continuously (it fell back to the generate path, 8-row
+    Household evals prefilling one prompt at a time), with the adapters applied: the same
+    greedy tokens as the generate path, and not the base's."""
+    from agentgym.train.policy import LoraConfig, load_model
+
+    model = load_model(
+        tiny_model, lora=LoraConfig(r=4, alpha=8, target_modules=["q_proj", "v_proj"])
+    )
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    model.save_pretrained(tmp_path)
+    for name in ("chat_template.jinja", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((tiny_model / name).read_bytes())
+    engine = LocalEngine(tmp_path, prefix_cache_mb=0)
+    assert isinstance(engine, LocalEngine)
+    fallback = LocalEngine(tmp_path, mode="generate", prefix_cache_mb=0)
+    base = LocalEngine(tiny_model, prefix_cache_mb=0)
+    prompts = _prompts(engine)
+    kw = dict(max_new_tokens=12, temperature=0.0)
+    ours, theirs = engine.generate_batch(prompts, **kw), fallback.generate_batch(prompts, **kw)
+    assert [g.token_ids for g in ours] == [g.token_ids for g in theirs]
+    assert [g.token_ids for g in ours] != [g.token_ids for g in base.generate_batch(prompts, **kw)]
+    for e in (engine, fallback, base):
+        e.close()

@@ -10,11 +10,13 @@ thread, :meth:`Engine._run_batch`.
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 import time
 from abc import ABC, abstractmethod
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from agentgym.llm.engine.request import (
@@ -180,5 +182,20 @@ def load_checkpoint(path: Any, device: str) -> tuple[str, Any, Any]:
             "(a GGUF file carries it as tokenizer.chat_template)"
         )
     loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
-    model: Any = loader.from_pretrained(path).to(device).eval()
-    return path, tokenizer, model
+    base = adapter_base(path)
+    model: Any = loader.from_pretrained(base or path)
+    if base is not None:  # LoRA adapters, injected (not merged: the trainer's numbers)
+        model.load_adapter(path)
+    return path, tokenizer, model.to(device).eval()
+
+
+def adapter_base(path: str | Path) -> str | None:
+    """The base checkpoint folder a LoRA adapter folder names (its ``base_model_name_or_path``:
+    a folder, or a known model such as ``smollm2``), resolved; None for a full checkpoint."""
+    from agentgym.llm.models import resolve_model_path
+
+    config = Path(path) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    base = json.loads(config.read_text(encoding="utf-8"))["base_model_name_or_path"]
+    return str(resolve_model_path(str(base), announce=False))

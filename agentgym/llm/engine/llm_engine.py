@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentgym.llm.engine.base import Engine, load_checkpoint
+from agentgym.llm.engine.base import Engine, adapter_base, load_checkpoint
 from agentgym.llm.engine.generate import GenerateEngine
 from agentgym.llm.engine.kv_cache import PrefixBlocks
 from agentgym.llm.engine.model_runner import LlamaRunner, unsupported, unsupported_config
@@ -251,8 +251,9 @@ def _config_unsupported(path: str | Path) -> str | None:
 
     from agentgym.llm.models import resolve_model_path
 
-    try:
-        config = AutoConfig.from_pretrained(resolve_model_path(str(path)))
+    folder = resolve_model_path(str(path))
+    try:  # a LoRA adapter folder runs on its base's architecture
+        config = AutoConfig.from_pretrained(adapter_base(folder) or folder)
     except (OSError, ValueError):
         return "no readable config"  # GenerateEngine reports the real error
     return unsupported_config(config)
