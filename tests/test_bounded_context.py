@@ -114,9 +114,9 @@ def test_history_option_is_checked():
 
 def test_household_notes_keep_what_scrolled_out_of_the_window():
     """The searcher wins a cool task; at every step the notes list the overview's receptacles
-    not yet gone to, in listing order, where it stands, what it holds (and whether it is cooled)
-    and where it saw objects of the task's types: each of them shown to it earlier, and all of
-    it out of a 2-step window by the end."""
+    not yet gone to, in listing order, where it stands, what it holds (and whether it is cooled),
+    the task's things where it stands and where it saw objects of the task's types elsewhere:
+    each of them shown to it earlier, and all of it out of a 2-step window by the end."""
     from agentgym.envs.household.searcher import SearchAgent, read_intro
 
     suite = TaskSuite.load("household/valid_unseen")
@@ -128,7 +128,10 @@ def test_household_notes_keep_what_scrolled_out_of_the_window():
     notes = [next(line for line in p.splitlines() if line.startswith("Notes: ")) for p in prompts]
     overview = prompts[0].split("Current observation: ", 1)[1]
     listing = read_intro(overview).receptacles
-    assert notes[0] == "Notes: seen: nothing wanted; not visited yet: " + ", ".join(listing)
+    assert notes[0] == (
+        "Notes: task things here: none; seen elsewhere: nothing wanted; not visited yet: "
+        + ", ".join(listing)
+    )
     for step, line in enumerate(notes):
         gone = {a.removeprefix("go to ") for a in actions[:step] if a.startswith("go to ")}
         left = line.split("not visited yet: ", 1)[1]
@@ -141,10 +144,13 @@ def test_household_notes_keep_what_scrolled_out_of_the_window():
     assert f"holding {' '.join(held)} (cooled)" in notes[cooled]
     assert "holding" not in notes[0] and "(cooled)" not in notes[cooled - 1]
     took = next(i for i, a in enumerate(actions) if a.startswith("take "))
-    assert "seen: cup" in notes[took]  # the cup it takes next was seen
+    taken = actions[took].split()[1:3]
+    assert f"task things here: {' '.join(taken)}" in notes[took]  # the cup it takes is here
+    fridge = actions[cooled - 1].split(" with ")[1]
+    assert f"task things here: {fridge}" in notes[cooled - 1]  # and so is the fridge
     shown = [p.split("Current observation: ", 1)[1].split("\nAdmissible")[0] for p in prompts]
     for step, line in enumerate(notes):
-        seen = line.split("seen: ", 1)[1].split(";")[0]
+        seen = line.split("seen elsewhere: ", 1)[1].split(";")[0]
         for item in [] if seen == "nothing wanted" else seen.split(", "):
             obj, where = item.split(" in ")
             assert any(obj in o and where in o for o in shown[: step + 1]), item
