@@ -10,8 +10,8 @@ and ``agentgym eval`` see the same text.
 
 *Notes* (``?notes=NAME``, ``rollout.notes``) add one line the agent's harness rebuilds every turn
 from the episode's own observations and actions: state that scrolled out of the last K steps
-(Household's ``household``: where the agent is, what it holds, where it saw the task's objects,
-which receptacles it has not visited). They are a function of the text the agent was shown,
+(Household's ``household``: where the agent is, what it holds, the task's things there and where
+it saw others, which receptacles it has not visited). They are a function of the text the agent was shown,
 nothing more, registered by name (:data:`NOTES`).
 """
 
@@ -117,3 +117,8 @@ class BoundedHistory:
 
     def acted(self, action: str) -> None:
         self.actions.append(action)
+
+    @classmethod
+    def maybe(cls, history: int | None, notes: str | None = None) -> BoundedHistory | None:
+        """A bounded context of ``history`` steps, or None (the linear chat) for None."""
+        return None if history is None else cls(history, notes)

@@ -152,11 +152,7 @@ class ChatAgent:
         system: list[Message] = [{"role": "system", "content": self.system_prompt}]
         self.messages: list[Message] = (system if self.system_prompt else []) + self.few_shot
         self._tool_call_ids: list[str] = []
-        self.bounded = (
-            None
-            if self.config.history is None
-            else BoundedHistory(self.config.history, self.config.notes)
-        )
+        self.bounded = BoundedHistory.maybe(self.config.history, self.config.notes)
         if self.bounded is not None:
             self.bounded.start(str(info.get("instruction", "")))
 

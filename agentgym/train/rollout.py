@@ -149,9 +149,7 @@ def collect(
     resets = pool.reset([(job.task, job.seed) for job in jobs])
     stats.env_s += time.perf_counter() - t0
     for lv, out in zip(live, resets, strict=True):
-        lv.bounded = (
-            None if sampling.history is None else BoundedHistory(sampling.history, sampling.notes)
-        )
+        lv.bounded = BoundedHistory.maybe(sampling.history, sampling.notes)
         _start(lv, out, chat, pool.system_prompt)
         if picker is not None and lv.ep.ok:
             lv.pick_state = picker.start(lv.ep.episode.instruction)
