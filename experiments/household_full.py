@@ -150,7 +150,7 @@ def _model(path: str, args: argparse.Namespace) -> dict[str, Any]:
     layers = 30  # SmolLM2-135M
     return {
         "path": path,
-        "device": "cpu",
+        "device": args.device,
         "lora": {
             "r": args.lora_r,
             "alpha": 2 * args.lora_r,
@@ -449,6 +449,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
     p.add_argument("--threads", type=int, default=1, help="torch threads of sft, rl and eval")
+    p.add_argument("--device", default="cpu", help="sft, rl: cpu, cuda or auto")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.stage == "data":
