@@ -268,11 +268,14 @@ RUN_IDS = {  # computed before the algorithms had typed views: a rerun resumes t
 
 @pytest.mark.parametrize("name", sorted(RUN_IDS))
 def test_run_id_of_an_example_config_is_unchanged(name, monkeypatch):
-    from agentgym.train.runlog import run_id_for
+    from agentgym.train.runlog import config_for_run_id, run_id_for
 
     monkeypatch.setattr("agentgym.train.policy.default_device", lambda: "cpu")
     cfg = load_config(Path(__file__).parents[1] / "configs" / name)
-    assert run_id_for(cfg.model_dump()) == RUN_IDS[name]
+    assert run_id_for(config_for_run_id(cfg)) == RUN_IDS[name]
+    noted = cfg.model_copy(deep=True)
+    noted.rollout.history, noted.rollout.notes = 2, "household"  # a setting added later, set
+    assert run_id_for(config_for_run_id(noted)) != RUN_IDS[name]
 
 
 def test_cli_train(sft_noop, noop_tasks, tmp_path):

@@ -54,9 +54,23 @@ class RunLog:
             self.store.close()
 
 
+ADDED_LATER = (("rollout", "notes"),)
+"""Settings added after runs were stored: at their default (None) they stay out of the run id,
+so a config that does not set them keeps the id it had, and its rerun resumes that run."""
+
+
+def config_for_run_id(cfg: TrainConfig) -> dict[str, Any]:
+    """The config as the run id hashes it (:data:`ADDED_LATER` left out while unset)."""
+    dump = cfg.model_dump()
+    for section, name in ADDED_LATER:
+        if dump[section].get(name) is None:
+            del dump[section][name]
+    return dump
+
+
 def open_store(cfg: TrainConfig) -> tuple[Any, str]:
     """The store and this run's id (a hash of the config: a rerun resumes the same run)."""
-    run_id = run_id_for(cfg.model_dump())
+    run_id = run_id_for(config_for_run_id(cfg))
     if cfg.db is None:
         return None, run_id
     from agentgym.store import Store
