@@ -161,13 +161,14 @@ def _model(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 # ============================================================================ sft
-def sft_config(out: Path, args: argparse.Namespace) -> Any:
-    """The trainer config of the SFT stage."""
+def sft_config(out: Path, args: argparse.Namespace, start: str = MODEL) -> Any:
+    """The trainer config of the SFT stage on ``out/sft.jsonl``: new adapters on ``start`` (the
+    base), or, for an adapter folder, those adapters trained on."""
     from agentgym.train.config import TrainConfig
 
     return TrainConfig.model_validate(
         {
-            "model": _model(MODEL, args),
+            "model": _model(start, args),
             "env": {"id": "Household-v0", "suite": "household/train", "system_prompt": False},
             "algo": {"name": "sft"},
             "sft": {"data": str(out / "sft.jsonl"), "batch_size": args.sft_batch},

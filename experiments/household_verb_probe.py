@@ -22,8 +22,9 @@ from experiments import household_full as recipe
 
 def rebalance(rows: list[dict], seed: int) -> list[dict]:
     """Every row not a ``go to``/``open``, plus as many of those, shuffled."""
-    common = [r for r in rows if r["messages"][1]["content"].startswith(("go to ", "open "))]
-    rare = [r for r in rows if r not in common]
+    common, rare = [], []
+    for r in rows:
+        (common if r["messages"][1]["content"].startswith(("go to ", "open ")) else rare).append(r)
     rng = random.Random(seed)
     picked = rare + rng.sample(common, min(len(rare), len(common)))
     rng.shuffle(picked)
@@ -40,7 +41,6 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--limit", type=int, default=8, help="agree: first N valid_unseen tasks")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
-    from agentgym.train.config import TrainConfig
     from agentgym.train.trainer import Trainer
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -48,22 +48,11 @@ def main(argv: list[str] | None = None) -> None:
     picked = rebalance(rows, args.seed)
     (args.out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
     print(f"{len(picked)} rows of {len(rows)}", flush=True)
-    knobs = argparse.Namespace(lora_r=16, lora_layers=8, device="cpu")
-    config = TrainConfig.model_validate(
-        {
-            "model": recipe._model(str(args.start), knobs),
-            "env": {"id": "Household-v0", "suite": "household/train", "system_prompt": False},
-            "algo": {"name": "sft"},
-            "sft": {"data": str(args.out / "sft.jsonl"), "batch_size": 8},
-            "optim": {"lr": 1e-3, "micro_batch_size": 4},
-            "steps": args.steps,
-            "seed": args.seed,
-            "out_dir": str(args.out / "sft"),
-            "save_every": 8,
-            "resume": True,
-            "threads": args.threads,
-        }
-    )
+    knobs = argparse.Namespace(  # household_full's SFT settings, for --steps more steps
+        lora_r=16, lora_layers=8, device="cpu", sft_batch=8, sft_lr=1e-3, micro_batch=4,
+        sft_steps=args.steps, seed=args.seed, save_every=8, threads=args.threads,
+    )  # fmt: skip
+    config = recipe.sft_config(args.out, knobs, start=str(args.start))
     trainer = Trainer(config)
     trainer.run()
     trainer.close()
