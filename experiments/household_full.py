@@ -368,6 +368,16 @@ def progress(out: Path) -> str:
 
 
 # ============================================================================ agree
+def verb_of(row: dict[str, Any]) -> str:
+    """The row's command verb; a ``go to`` where a ``take`` or ``put`` was admissible is told
+    apart (``go to, not take/put``): there the policy must see that nothing here is wanted."""
+    command = row["messages"][1]["content"]
+    if not command.startswith("go to"):
+        return command.split()[0]
+    admissible = row["messages"][0]["content"].rsplit("Admissible actions: [", 1)[-1]
+    return "go to, not take/put" if "take " in admissible or "put " in admissible else "go to"
+
+
 def agreement(out: Path, stage: str, args: argparse.Namespace) -> str:
     """Teacher-forced imitation: on the searcher's own won episodes of the first ``--limit``
     valid_unseen tasks, how often the checkpoint's greedy command is the searcher's, per verb.
@@ -384,10 +394,7 @@ def agreement(out: Path, stage: str, args: argparse.Namespace) -> str:
     engine.close()
     right: dict[str, list[bool]] = defaultdict(list)
     for row, gen in zip(rows, gens, strict=True):
-        want = row["messages"][1]["content"]
-        right[" ".join(want.split()[:2]) if want.startswith("go to") else want.split()[0]].append(
-            gen.text.strip() == want
-        )
+        right[verb_of(row)].append(gen.text.strip() == row["messages"][1]["content"])
     every = [ok for oks in right.values() for ok in oks]
     lines = [f"{verb}: {sum(oks)}/{len(oks)}" for verb, oks in sorted(right.items())]
     return "\n".join(

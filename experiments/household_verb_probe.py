@@ -1,10 +1,19 @@
-"""Is the verb learnable? Continue SFT of kept adapters on rebalanced rows, then ``agree``.
+"""Is the verb learnable? Continue SFT of kept adapters on a remixed set of rows, then ``agree``.
 
 Issue 35's notes arms copy receptacle names well but never choose ``take`` or ``put`` (the first
-action token carries all the loss; docs/results.md). This probe keeps every row whose command is
-not ``go to`` or ``open`` and as many ``go to``/``open`` rows (drawn with ``--seed``), trains the
-adapters ``--steps`` more steps on them, and prints the teacher-forced agreement per verb of
-:func:`experiments.household_full.agreement` on the first ``--limit`` valid_unseen tasks:
+action token carries all the loss; docs/results.md). This probe trains the adapters ``--steps``
+more steps on a remix of the rows (``--mix``, drawn with ``--seed``) and prints the teacher-forced
+agreement per verb of :func:`experiments.household_full.agreement` on the first ``--limit``
+valid_unseen tasks:
+
+``verbs``      every row whose command is not ``go to``/``open``, and as many of those. It
+               taught ``take``, but closed loop the model then took whatever it saw and put it
+               back, again and again: the rows that teach *not* to take were thinned out.
+``decisions``  every row where a ``take`` or ``put`` is admissible (whatever the searcher did
+               there: the ``go to`` rows among them are the contrast that teaches which object),
+               with the ``take``/``put`` rows twice, every other row not a ``go to``/``open``,
+               and a quarter of the remaining ``go to``/``open`` rows, so the search order is
+               not forgotten.
 
     python -m experiments.household_verb_probe --data /work/runs/household-notes2/sft.jsonl \\
         --from experiments/checkpoints/household-notes-sft --out /work/runs/verb-probe --steps 32
@@ -20,15 +29,38 @@ from pathlib import Path
 from experiments import household_full as recipe
 
 
+SEARCH = ("go to ", "open ")
+
+
 def rebalance(rows: list[dict], seed: int) -> list[dict]:
-    """Every row not a ``go to``/``open``, plus as many of those, shuffled."""
+    """``verbs``: every row not a ``go to``/``open``, plus as many of those, shuffled."""
     common, rare = [], []
     for r in rows:
-        (common if r["messages"][1]["content"].startswith(("go to ", "open ")) else rare).append(r)
+        (common if r["messages"][1]["content"].startswith(SEARCH) else rare).append(r)
     rng = random.Random(seed)
     picked = rare + rng.sample(common, min(len(rare), len(common)))
     rng.shuffle(picked)
     return picked
+
+
+def decisions(rows: list[dict], seed: int) -> list[dict]:
+    """``decisions``: see the module docstring."""
+    rng = random.Random(seed)
+    picked = []
+    for r in rows:
+        prompt, command = r["messages"][0]["content"], r["messages"][1]["content"]
+        admissible = prompt.rsplit("Admissible actions: [", 1)[1]
+        if command.startswith(("take ", "put ")):
+            picked += [r, r]
+        elif "take " in admissible or "put " in admissible or not command.startswith(SEARCH):
+            picked.append(r)
+        elif rng.random() < 0.25:
+            picked.append(r)
+    rng.shuffle(picked)
+    return picked
+
+
+MIXES = {"verbs": rebalance, "decisions": decisions}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--from", dest="start", type=Path, required=True, help="adapters to continue")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--steps", type=int, default=32)
+    p.add_argument("--mix", choices=sorted(MIXES), default="verbs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=8, help="agree: first N valid_unseen tasks")
     p.add_argument("--threads", type=int, default=2)
@@ -45,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.data.read_text().splitlines()]
-    picked = rebalance(rows, args.seed)
+    picked = MIXES[args.mix](rows, args.seed)
     (args.out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
     print(f"{len(picked)} rows of {len(rows)}", flush=True)
     knobs = argparse.Namespace(  # household_full's SFT settings, for --steps more steps
