@@ -28,7 +28,6 @@ from pathlib import Path
 
 from experiments import household_full as recipe
 
-
 SEARCH = ("go to ", "open ")
 
 
@@ -52,9 +51,9 @@ def decisions(rows: list[dict], seed: int) -> list[dict]:
         admissible = prompt.rsplit("Admissible actions: [", 1)[1]
         if command.startswith(("take ", "put ")):
             picked += [r, r]
-        elif "take " in admissible or "put " in admissible or not command.startswith(SEARCH):
-            picked.append(r)
-        elif rng.random() < 0.25:
+        elif any(v in admissible for v in ("take ", "put ")) or not command.startswith(SEARCH):
+            picked.append(r)  # a decision, or a rare verb
+        elif rng.random() < 0.25:  # a plain search step
             picked.append(r)
     rng.shuffle(picked)
     return picked
