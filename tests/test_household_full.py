@@ -26,6 +26,25 @@ def test_searcher_rows_hold_every_step_of_a_won_episode():
     assert recipe.searcher_rows(lost, history=2) is None
 
 
+def test_the_decisions_mix_keeps_every_decision_and_doubles_take_and_put():
+    """The probe's remix keeps the contrast rows (a take or put admissible, the searcher goes on)
+    that the ``verbs`` mix thinned out, and labels them apart in ``agree``."""
+    from experiments.household_verb_probe import decisions
+
+    tasks = [t for t in TaskSuite.load("household/train")][:6]
+    rows = [r for t in tasks for r in recipe.searcher_rows(t, history=2) or []]
+    picked = decisions(rows, seed=0)
+    ids = [id(r) for r in picked]
+    for r in rows:
+        kind = recipe.verb_of(r)
+        if kind in ("take", "put"):
+            assert ids.count(id(r)) == 2
+        elif kind not in ("go to", "open"):
+            assert ids.count(id(r)) == 1, kind
+    assert any(recipe.verb_of(r) == "go to, not take/put" for r in picked)
+    assert [id(r) for r in decisions(rows, seed=0)] == ids
+
+
 def test_task_draw_covers_every_type_evenly():
     tasks = recipe.pick_tasks(12, seed=0)
     kinds = [t.config["task_type"] for t in tasks]
