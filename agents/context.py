@@ -5,11 +5,15 @@ Optionally with *stutters* (DART-style noise injection, Laskey et al. 2017): aft
 the demonstrator sometimes repeats it, the env answers ``Nothing happens.``, and the next row
 teaches what the demonstrator does from that state. A policy cloned from clean demonstrations
 never sees its own repeated command in the prompt, so under greedy decoding with a short history
-it repeats it for ever (SmolLM2 after SFT: 40-48 of 50 turns ``Nothing happens.``)."""
+it repeats it for ever (SmolLM2 after SFT: 40-48 of 50 turns ``Nothing happens.``).
+
+:func:`relabel_rows` is the other remedy, DAgger: the learner's own episodes, every state
+labelled by the demonstrator."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentgym.bounded_context import BoundedHistory
@@ -68,3 +72,41 @@ def play_rows(
                 raise RuntimeError(f"a repeated {action!r} changed the room: {obs!r}")
         if terminated or truncated:
             return rows, bool(info.get("success", terminated))
+
+
+def relabel_rows(
+    env: Any,
+    task: Any,
+    actions: list[str],
+    labeler: Callable[[Sequence[str], Sequence[str]], str],
+    history: int,
+    notes: str | None = None,
+) -> list[dict[str, Any]]:
+    """DAgger's rows (Ross et al. 2011): replay a learner's ``actions`` on ``task`` and label
+    every state it reached with what ``labeler`` (the demonstrator's policy: observations,
+    commands so far -> next command) would do there. The prompts are those the learner was shown
+    (the same :class:`BoundedHistory`), so SFT on them teaches the way back from the learner's
+    own mistakes, states the demonstrator's episodes never reach. Each row also keeps the
+    learner's command (``"learner"``)."""
+    ctx = BoundedHistory(history, notes)
+    obs, info = env.reset(seed=0, options={"task": task})
+    ctx.start(str(info.get("instruction", "")))
+    rows: list[dict[str, Any]] = []
+    for action in actions:
+        user = ctx.prompt(obs, info)
+        label = labeler(ctx.observations, ctx.actions)
+        rows.append(
+            {
+                "task_id": f"{task.id}#{len(rows)}",
+                "messages": [
+                    {"role": "user", "content": user},
+                    {"role": "assistant", "content": label},
+                ],
+                "learner": action,
+            }
+        )
+        ctx.acted(action)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    return rows

@@ -290,3 +290,23 @@ def test_stuttered_rows_teach_the_step_after_a_repeated_go_to():
         a != b or not a.startswith("go to") for a, b in zip(labels, labels[1:], strict=False)
     )
     assert rows == play_rows(HouseholdEnv(), SearchAgent(), task, history=2, stutter=0.5)[0]
+
+
+def test_relabel_rows_show_the_learners_states_with_the_searchers_commands():
+    """DAgger's rows: the prompts are the learner's (its own commands in the history), each
+    labelled with what the searcher would do there; the demonstrator's own play relabels to
+    itself."""
+    from agentgym.agents.context import relabel_rows
+    from agentgym.envs.household.searcher import SearchAgent, next_command
+
+    task = next(t for t in TaskSuite.load("household/valid_unseen") if t.tags[0] == "put")
+    rows, won = play_rows(HouseholdEnv(), SearchAgent(), task, 2, notes="household")
+    own = [r["messages"][1]["content"] for r in rows]
+    again = relabel_rows(HouseholdEnv(), task, own, next_command, 2, "household")
+    assert won and [r["messages"] for r in again] == [r["messages"] for r in rows]
+    wrong = ["go to " + own[0].removeprefix("go to ")] * 3 + own  # a learner that stutters
+    relabelled = relabel_rows(HouseholdEnv(), task, wrong, next_command, 2, "household")
+    assert [r["learner"] for r in relabelled] == wrong[: len(relabelled)]
+    assert "Nothing happens." in relabelled[2]["messages"][0]["content"]
+    for row in relabelled[1:3]:  # the way on, not the stutter
+        assert row["messages"][1]["content"] == own[1]

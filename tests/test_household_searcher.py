@@ -117,6 +117,26 @@ def test_failed_commands_change_nothing():
     assert next_command([intro, "Nothing happens."], ["go to cabinet 1"]) == "go to cabinet 1"
 
 
+def test_a_wrong_object_in_hand_is_put_down_before_the_search_goes_on():
+    """The searcher never takes a wrong object; a learner does, and DAgger asks the searcher
+    what to do from there (``agents/context.py:relabel_rows``)."""
+    intro = (
+        "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
+        "a shelf 1, and a sidetable 1.\nYour task is to: put a book in shelf."
+    )
+    seen = "On the sidetable 1, you see a pen 1, and a book 1."
+    took = "You pick up the pen 1 from the sidetable 1."
+    put = "You put the pen 1 in/on the sidetable 1."
+    walked = ["go to sidetable 1", "take pen 1 from sidetable 1"]
+    assert next_command([intro, seen, took], walked) == "put pen 1 in/on sidetable 1"
+    back = [intro, seen, took, put]
+    assert next_command(back, [*walked, "put pen 1 in/on sidetable 1"]) == (
+        "take book 1 from sidetable 1"
+    )
+    two = intro.replace("put a book in shelf", "find two book and put them in shelf")
+    assert next_command([two, seen, took], walked) == "put pen 1 in/on sidetable 1"
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -31,6 +31,8 @@ pick two            find, take and put a first object as in ``put``; then find a
                     destination is the receptacle of its type seen holding the most goal
                     objects (the first in listing order on a tie)
 nothing left        ``look`` (every receptacle visited without finding what the goal needs)
+holding the wrong   put it down where it stands, then go on (the searcher never takes one; a
+object              learner does, and DAgger asks the searcher what to do from there)
 ==================  ============================================================================
 
 What it knows comes from the game's answers only: the overview line, ``On the R, you see ...``,
@@ -209,6 +211,8 @@ def _explore(k: Knowledge) -> str:
 
 
 def _find(k: Knowledge, kind: str) -> str:
+    if k.held is not None and k.at is not None:
+        return _put_at(k, k.held, k.at)  # not what the goal needs: put it down first
     found = _where(k, kind)
     if found is None:
         return _explore(k)
@@ -272,6 +276,8 @@ def _pick_two(k: Knowledge) -> str:
     dest = _two_destination(k)
     if k.held is not None and type_of(k.held) == k.goal.object:
         return _put_at(k, k.held, dest)
+    if k.held is not None and k.at is not None:
+        return _put_at(k, k.held, k.at)  # not what the goal needs: put it down first
     for r in [*k.here, *k.receptacles]:  # a goal object seen anywhere but at the destination
         if r == dest:
             continue
