@@ -29,6 +29,9 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           seeds (the plan in docs/results.md).
 ``progress`` each training run's steps so far (SFT: NLL of the searcher's commands; RL: success)
           and seconds per step, from ``train.db``.
+``dagger`` DAgger's rows: the ``--stage`` checkpoint plays ``--episodes`` training tasks, and
+          the searcher labels every state it reached (``dagger.jsonl``; train on them with
+          ``experiments/household_verb_probe.py --extra``).
 ``keep``  copy a stage's adapters (``--stage``) to ``--to`` (in the git tree, a few MB), naming
           the base model ``smollm2`` rather than this machine's cache folder, so a new machine
           evaluates it (``eval --stage DIR``) or starts RL from it (``rl --sft-checkpoint DIR``).
@@ -263,6 +266,48 @@ def run_rl(out: Path, args: argparse.Namespace, seed: int) -> Path:
     return final
 
 
+# ============================================================================ dagger
+def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any]:
+    """DAgger's data: the stage's checkpoint plays ``--episodes`` training tasks (drawn evenly
+    per type with ``--seed`` + 1, so not the SFT draw) greedily through ``agentgym eval``
+    (``dagger.db``, resumable), and every state it reached is labelled with the searcher's
+    command (:func:`~agentgym.agents.context.relabel_rows`). Writes ``dagger.jsonl`` and
+    ``dagger.json`` (episodes won, rows, how often the learner already did what the searcher
+    would)."""
+    from agentgym.agents.context import relabel_rows
+    from agentgym.envs.household.searcher import next_command
+    from agentgym.store import Store
+
+    per_type = -(-args.episodes // len(TASK_TYPES))
+    drawn = pick_tasks(args.episodes, args.seed + 1)
+    tasks = [t for kind in TASK_TYPES
+             for t in [t for t in drawn if t.config["task_type"] == kind][:per_type]]  # fmt: skip
+    suite = out / "dagger-tasks.jsonl"
+    suite.write_text("".join(t.model_dump_json() + "\n" for t in tasks))
+    spec = agent_spec(out, stage, args)
+    everything = argparse.Namespace(**{**vars(args), "limit": None})
+    cli_eval(str(suite), spec, out / "dagger.db", everything)
+    store = Store(out / "dagger.db", read_only=True)
+    by_id = {t.id: t for t in tasks}
+    played = {e.task_id: e for r in store.runs() if r["agent"] == spec
+              for e in store.episodes(r["id"]) if e.task_id in by_id}  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for task_id, episode in sorted(played.items()):
+        actions = [s.action for s in episode.steps]
+        rows += relabel_rows(
+            HouseholdEnv(), by_id[task_id], actions, next_command, args.history, args.notes
+        )
+    with open(out / "dagger.jsonl", "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    agree = sum(r["learner"] == r["messages"][1]["content"] for r in rows)
+    won = sum(e.success for e in played.values())
+    stats = {"learner": spec, "episodes": len(played), "won": won, "rows": len(rows),
+             "learner_agrees": agree}  # fmt: skip
+    (out / "dagger.json").write_text(json.dumps(stats, indent=1))
+    return stats
+
+
 # ============================================================================ eval
 def checkpoint(out: Path, stage: str) -> str:
     """The model an eval stage plays: ``base`` (untrained), ``sft`` or ``rl-SEED`` (their
@@ -275,20 +320,29 @@ def checkpoint(out: Path, stage: str) -> str:
     return str(final if final.is_dir() or "/" not in stage else out / stage)
 
 
-def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
-    """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable).
-    Episodes run ``--concurrency`` at a time: the engine batches their turns."""
+def agent_spec(out: Path, stage: str, args: argparse.Namespace) -> str:
+    """The stage's checkpoint as a greedy ``hf:`` agent with the bounded prompt of its rows."""
     notes = f"&notes={args.notes}" if args.notes else ""
-    spec = (f"hf:{checkpoint(out, stage)}?history={args.history}{notes}"
+    return (f"hf:{checkpoint(out, stage)}?history={args.history}{notes}"
             "&temperature=0&max_format_errors=0")  # fmt: skip
+
+
+def cli_eval(suite: str, spec: str, db: Path, args: argparse.Namespace) -> None:
+    """``agentgym eval SUITE -a SPEC`` (resumable from ``db``), ``--concurrency`` episodes at a
+    time (the engine batches their turns), on ``--threads`` torch threads."""
+    cmd = [sys.executable, "-m", "agentgym.cli", "eval", suite, "-a", spec,
+           "--db", str(db), "-c", str(args.concurrency)]  # fmt: skip
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    print(" ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, env=env)
+
+
+def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
+    """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable)."""
     for split in args.splits:
-        cmd = [sys.executable, "-m", "agentgym.cli", "eval", f"household/{split}", "-a", spec,
-               "--db", str(out / "eval.db"), "-c", str(args.concurrency)]  # fmt: skip
-        if args.limit:
-            cmd += ["--limit", str(args.limit)]
-        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-        print(" ".join(cmd), flush=True)
-        subprocess.run(cmd, check=True, env=env)
+        cli_eval(f"household/{split}", agent_spec(out, stage, args), out / "eval.db", args)
 
 
 def table(out: Path) -> str:
@@ -425,7 +479,8 @@ def keep(out: Path, stage: str, to: Path) -> Path:
 # ============================================================================ cli
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    stages = ["data", "sft", "rl", "eval", "agree", "table", "compare", "progress", "keep"]
+    stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "compare", "progress",
+              "keep"]  # fmt: skip
     p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
@@ -451,7 +506,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--rl-lr", type=float, default=5e-5)
     p.add_argument("--stage", dest="eval_stage", default="sft",
-                   help="eval, keep: base, sft, rl-SEED, sft/step-N, or an adapter folder")  # fmt: skip
+                   help="eval, agree, dagger, keep: base, sft, rl-SEED, sft/step-N, or an "
+                   "adapter folder")  # fmt: skip
     p.add_argument("--to", type=Path, default=None, help="keep: the folder to copy to")
     p.add_argument("--limit", type=int, default=None, help="eval: first N tasks of each split")
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
@@ -479,6 +535,8 @@ def main(argv: list[str] | None = None) -> None:
         print(progress(args.out))
     elif args.stage == "agree":
         print(agreement(args.out, args.eval_stage, args))
+    elif args.stage == "dagger":
+        print(json.dumps(run_dagger(args.out, args.eval_stage, args), indent=1))
     elif args.stage == "keep":
         if args.to is None:
             p.error("keep needs --to FOLDER")

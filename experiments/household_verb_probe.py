@@ -4,7 +4,7 @@ Issue 35's notes arms copy receptacle names well but never choose ``take`` or ``
 action token carries all the loss; docs/results.md). This probe trains the adapters ``--steps``
 more steps on a remix of the rows (``--mix``, drawn with ``--seed``) and prints the teacher-forced
 agreement per verb of :func:`experiments.household_full.agreement` on the first ``--limit``
-valid_unseen tasks:
+valid_unseen tasks. The mixes:
 
 ``verbs``      every row whose command is not ``go to``/``open``, and as many of those. It
                taught ``take``, but closed loop the model then took whatever it saw and put it
@@ -14,6 +14,8 @@ valid_unseen tasks:
                with the ``take``/``put`` rows twice, every other row not a ``go to``/``open``,
                and a quarter of the remaining ``go to``/``open`` rows, so the search order is
                not forgotten.
+
+``--extra`` adds DAgger's rows (:func:`with_dagger`, from ``household_full dagger``).
 
     python -m experiments.household_verb_probe --data /work/runs/household-notes2/sft.jsonl \\
         --from experiments/checkpoints/household-notes-sft --out /work/runs/verb-probe --steps 32
@@ -62,6 +64,17 @@ def decisions(rows: list[dict], seed: int) -> list[dict]:
 MIXES = {"verbs": rebalance, "decisions": decisions}
 
 
+def with_dagger(picked: list[dict], extra: list[dict], seed: int) -> list[dict]:
+    """``picked`` plus DAgger's rows (``household_full dagger``): every state where the learner
+    did not do what the searcher would (the corrections), and the ``decisions`` mix of the rest;
+    shuffled together, without the learner's command."""
+    fixes = [r for r in extra if r["learner"] != r["messages"][1]["content"]]
+    rest = [r for r in extra if r["learner"] == r["messages"][1]["content"]]
+    rows = picked + fixes + decisions(rest, seed)
+    random.Random(seed).shuffle(rows)
+    return [{k: v for k, v in r.items() if k != "learner"} for r in rows]
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--data", type=Path, required=True, help="a data stage's sft.jsonl")
@@ -69,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--steps", type=int, default=32)
     p.add_argument("--mix", choices=sorted(MIXES), default="verbs")
+    p.add_argument("--extra", type=Path, default=None, help="DAgger rows: a dagger.jsonl")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=8, help="agree: first N valid_unseen tasks")
     p.add_argument("--threads", type=int, default=2)
@@ -78,6 +92,9 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.data.read_text().splitlines()]
     picked = MIXES[args.mix](rows, args.seed)
+    if args.extra is not None:
+        extra = [json.loads(line) for line in args.extra.read_text().splitlines()]
+        picked = with_dagger(picked, extra, args.seed)
     (args.out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
     print(f"{len(picked)} rows of {len(rows)}", flush=True)
     knobs = argparse.Namespace(  # household_full's SFT settings, for --steps more steps

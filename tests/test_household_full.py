@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentgym.envs.household.goals import TASK_TYPES
+from agentgym.envs.household.searcher import next_command
 from agentgym.episode import Episode
 from agentgym.store import Store
 from agentgym.task import TaskSuite
@@ -29,7 +31,7 @@ def test_searcher_rows_hold_every_step_of_a_won_episode():
 def test_the_decisions_mix_keeps_every_decision_and_doubles_take_and_put():
     """The probe's remix keeps the contrast rows (a take or put admissible, the searcher goes on)
     that the ``verbs`` mix thinned out, and labels them apart in ``agree``."""
-    from experiments.household_verb_probe import decisions
+    from experiments.household_verb_probe import decisions, with_dagger
 
     tasks = [t for t in TaskSuite.load("household/train")][:6]
     rows = [r for t in tasks for r in recipe.searcher_rows(t, history=2) or []]
@@ -43,6 +45,13 @@ def test_the_decisions_mix_keeps_every_decision_and_doubles_take_and_put():
             assert ids.count(id(r)) == 1, kind
     assert any(recipe.verb_of(r) == "go to, not take/put" for r in picked)
     assert [id(r) for r in decisions(rows, seed=0)] == ids
+    fix, same = (
+        {**rows[0], "learner": "look"},
+        {**rows[1], "learner": rows[1]["messages"][1]["content"]},
+    )
+    mixed = with_dagger(picked, [fix, same], seed=0)
+    assert all("learner" not in r for r in mixed)
+    assert sum(r["task_id"] == fix["task_id"] for r in mixed) == 1 + ids.count(id(rows[0]))
 
 
 def test_task_draw_covers_every_type_evenly():
@@ -109,3 +118,32 @@ def test_a_kept_checkpoint_names_its_base_by_name_and_loads_the_same_weights(
     assert all(torch.equal(original[k], copy[k]) for k in original)
     assert not torch.equal(copy["model.layers.0.self_attn.q_proj.weight"],
                            load_model(tiny_model).state_dict()["model.layers.0.self_attn.q_proj.weight"])  # fmt: skip
+
+
+def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, tmp_path: Path):
+    """The learner (here the untrained tiny model) plays one training task of each type through
+    ``agentgym eval``; each of its steps becomes a row labelled by the searcher. A rerun finds
+    every episode stored and writes the same rows."""
+    import argparse
+    import json
+
+    args = argparse.Namespace(episodes=6, seed=0, history=2, notes="household", limit=None,
+                              concurrency=6, threads=1)  # fmt: skip
+    stats = recipe.run_dagger(tmp_path, str(tiny_model), args)
+    rows = [json.loads(line) for line in (tmp_path / "dagger.jsonl").read_text().splitlines()]
+    store = Store(tmp_path / "dagger.db", read_only=True)
+    (run,) = store.runs()
+    played = list(store.episodes(run["id"]))
+    assert stats["episodes"] == len(played) == 6 and stats["rows"] == len(rows)
+    assert len(rows) == sum(len(e.steps) for e in played)
+    types = {t.id: t.config["task_type"] for t in TaskSuite.load("household/train")}
+    assert sorted(types[e.task_id] for e in played) == sorted(TASK_TYPES)
+    played.sort(key=lambda e: e.task_id)
+    assert [r["learner"] for r in rows] == [s.action for e in played for s in e.steps]
+    firsts = [r for r in rows if r["task_id"].endswith("#0")]
+    assert [r["messages"][1]["content"] for r in firsts] == [
+        next_command([e.first_observation], []) for e in played
+    ]
+    first = (tmp_path / "dagger.jsonl").read_text()
+    assert recipe.run_dagger(tmp_path, str(tiny_model), args) == stats
+    assert (tmp_path / "dagger.jsonl").read_text() == first
