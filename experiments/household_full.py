@@ -422,14 +422,20 @@ def progress(out: Path) -> str:
 
 
 # ============================================================================ agree
+def is_decision(row: dict[str, Any]) -> bool:
+    """Whether a ``take`` or ``put`` was admissible at the row's step: a state where the policy
+    must see whether what is here (or in hand) is what the task wants."""
+    admissible = row["messages"][0]["content"].rsplit("Admissible actions: [", 1)[-1]
+    return "take " in admissible or "put " in admissible
+
+
 def verb_of(row: dict[str, Any]) -> str:
-    """The row's command verb; a ``go to`` where a ``take`` or ``put`` was admissible is told
-    apart (``go to, not take/put``): there the policy must see that nothing here is wanted."""
+    """The row's command verb; a ``go to`` at a decision (:func:`is_decision`) is told apart:
+    ``go to, not take/put``."""
     command = row["messages"][1]["content"]
     if not command.startswith("go to"):
         return command.split()[0]
-    admissible = row["messages"][0]["content"].rsplit("Admissible actions: [", 1)[-1]
-    return "go to, not take/put" if "take " in admissible or "put " in admissible else "go to"
+    return "go to, not take/put" if is_decision(row) else "go to"
 
 
 def agreement(out: Path, stage: str, args: argparse.Namespace) -> str:

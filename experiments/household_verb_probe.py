@@ -49,11 +49,10 @@ def decisions(rows: list[dict], seed: int) -> list[dict]:
     rng = random.Random(seed)
     picked = []
     for r in rows:
-        prompt, command = r["messages"][0]["content"], r["messages"][1]["content"]
-        admissible = prompt.rsplit("Admissible actions: [", 1)[1]
+        command = r["messages"][1]["content"]
         if command.startswith(("take ", "put ")):
             picked += [r, r]
-        elif any(v in admissible for v in ("take ", "put ")) or not command.startswith(SEARCH):
+        elif recipe.is_decision(r) or not command.startswith(SEARCH):
             picked.append(r)  # a decision, or a rare verb
         elif rng.random() < 0.25:  # a plain search step
             picked.append(r)
