@@ -91,11 +91,12 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.data.read_text().splitlines()]
     picked = MIXES[args.mix](rows, args.seed)
+    extra = []
     if args.extra is not None:
         extra = [json.loads(line) for line in args.extra.read_text().splitlines()]
         picked = with_dagger(picked, extra, args.seed)
     (args.out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
-    print(f"{len(picked)} rows of {len(rows)}", flush=True)
+    print(f"{len(picked)} rows from {len(rows)} SFT rows and {len(extra)} DAgger rows", flush=True)
     knobs = argparse.Namespace(  # household_full's SFT settings, for --steps more steps
         lora_r=16, lora_layers=8, device="cpu", sft_batch=8, sft_lr=1e-3, micro_batch=4,
         sft_steps=args.steps, seed=args.seed, save_every=8, threads=args.threads,
