@@ -35,7 +35,8 @@ SEARCH = ("go to ", "open ")
 
 def rebalance(rows: list[dict], seed: int) -> list[dict]:
     """``verbs``: every row not a ``go to``/``open``, plus as many of those, shuffled."""
-    common, rare = [], []
+    common: list[dict] = []
+    rare: list[dict] = []
     for r in rows:
         (common if r["messages"][1]["content"].startswith(SEARCH) else rare).append(r)
     rng = random.Random(seed)
@@ -47,7 +48,7 @@ def rebalance(rows: list[dict], seed: int) -> list[dict]:
 def decisions(rows: list[dict], seed: int) -> list[dict]:
     """``decisions``: see the module docstring."""
     rng = random.Random(seed)
-    picked = []
+    picked: list[dict] = []
     for r in rows:
         command = r["messages"][1]["content"]
         if command.startswith(("take ", "put ")):
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.data.read_text().splitlines()]
     picked = MIXES[args.mix](rows, args.seed)
-    extra = []
+    extra: list[dict] = []
     if args.extra is not None:
         extra = [json.loads(line) for line in args.extra.read_text().splitlines()]
         picked = with_dagger(picked, extra, args.seed)
