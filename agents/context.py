@@ -21,6 +21,17 @@ from agentgym.bounded_context import BoundedHistory
 NOTHING = "Nothing happens."
 
 
+def sft_row(task: Any, step: int, user: str, command: str) -> dict[str, Any]:
+    """One SFT row: the bounded prompt of ``task``'s ``step`` and the command to learn there."""
+    return {
+        "task_id": f"{task.id}#{step}",
+        "messages": [
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": command},
+        ],
+    }
+
+
 def play_rows(
     env: Any,
     agent: Any,
@@ -49,15 +60,7 @@ def play_rows(
     while True:
         user = ctx.prompt(obs, info)
         action = str(agent.act(obs, info))
-        rows.append(
-            {
-                "task_id": f"{task.id}#{len(rows)}",
-                "messages": [
-                    {"role": "user", "content": user},
-                    {"role": "assistant", "content": action},
-                ],
-            }
-        )
+        rows.append(sft_row(task, len(rows), user, action))
         ctx.acted(action)
         obs, _, terminated, truncated, info = env.step(action)
         while (
@@ -95,16 +98,7 @@ def relabel_rows(
     for action in actions:
         user = ctx.prompt(obs, info)
         label = labeler(ctx.observations, ctx.actions)
-        rows.append(
-            {
-                "task_id": f"{task.id}#{len(rows)}",
-                "messages": [
-                    {"role": "user", "content": user},
-                    {"role": "assistant", "content": label},
-                ],
-                "learner": action,
-            }
-        )
+        rows.append({**sft_row(task, len(rows), user, label), "learner": action})
         ctx.acted(action)
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:

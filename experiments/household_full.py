@@ -285,12 +285,12 @@ def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any
     suite = out / "dagger-tasks.jsonl"
     suite.write_text("".join(t.model_dump_json() + "\n" for t in tasks))
     spec = agent_spec(out, stage, args)
-    everything = argparse.Namespace(**{**vars(args), "limit": None})
-    cli_eval(str(suite), spec, out / "dagger.db", everything)
+    cli_eval(str(suite), spec, out / "dagger.db", args)
     store = Store(out / "dagger.db", read_only=True)
     by_id = {t.id: t for t in tasks}
     played = {e.task_id: e for r in store.runs() if r["agent"] == spec
               for e in store.episodes(r["id"]) if e.task_id in by_id}  # fmt: skip
+    store.close()
     rows: list[dict[str, Any]] = []
     for task_id, episode in sorted(played.items()):
         actions = [s.action for s in episode.steps]
@@ -327,13 +327,16 @@ def agent_spec(out: Path, stage: str, args: argparse.Namespace) -> str:
             "&temperature=0&max_format_errors=0")  # fmt: skip
 
 
-def cli_eval(suite: str, spec: str, db: Path, args: argparse.Namespace) -> None:
-    """``agentgym eval SUITE -a SPEC`` (resumable from ``db``), ``--concurrency`` episodes at a
-    time (the engine batches their turns), on ``--threads`` torch threads."""
+def cli_eval(
+    suite: str, spec: str, db: Path, args: argparse.Namespace, limit: int | None = None
+) -> None:
+    """``agentgym eval SUITE -a SPEC`` (resumable from ``db``; its first ``limit`` tasks, or
+    all), ``--concurrency`` episodes at a time (the engine batches their turns), on
+    ``--threads`` torch threads."""
     cmd = [sys.executable, "-m", "agentgym.cli", "eval", suite, "-a", spec,
            "--db", str(db), "-c", str(args.concurrency)]  # fmt: skip
-    if args.limit:
-        cmd += ["--limit", str(args.limit)]
+    if limit:
+        cmd += ["--limit", str(limit)]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, env=env)
@@ -342,7 +345,8 @@ def cli_eval(suite: str, spec: str, db: Path, args: argparse.Namespace) -> None:
 def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
     """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable)."""
     for split in args.splits:
-        cli_eval(f"household/{split}", agent_spec(out, stage, args), out / "eval.db", args)
+        spec = agent_spec(out, stage, args)
+        cli_eval(f"household/{split}", spec, out / "eval.db", args, args.limit)
 
 
 def table(out: Path) -> str:
