@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import json
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from agentgym.store import Store
 from agentgym.task import TaskSuite, write_tasks
 from agentgym.testing.noop import noop_suite
 from agentgym.train.algorithm import AlgoOptions, algorithm_names, get_algorithm
+from agentgym.train.checkpoint import save_weights
 from agentgym.train.config import TrainConfig, load_config, set_dotted
 from agentgym.train.trainer import Trainer
 
@@ -171,6 +173,26 @@ def test_lora_trains_adapters_only_and_resumes(sft_noop, noop_tasks, tmp_path):
     )
     merged = again.merged(tmp_path / "merged")
     assert (merged / "config.json").is_file()
+
+
+def test_saving_adapters_of_a_named_base_asks_no_hub(tiny_model, tmp_path):
+    """A base named ``smollm2`` is no folder and no Hub repo: saving its adapters must neither
+    look it up (offline: a warning per save) nor drop the adapter weights."""
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_model)
+    model = peft.get_peft_model(base, peft.LoraConfig(r=4, target_modules=["q_proj"]))
+    model.peft_config["default"].base_model_name_or_path = "smollm2"  # as the trainer names it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        save_weights(model, tmp_path / "adapter")
+    saved = peft.PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(tiny_model), tmp_path / "adapter"
+    )
+    for (name, p), (_, q) in zip(model.named_parameters(), saved.named_parameters(), strict=True):
+        if "lora_" in name:
+            assert torch.equal(p, q), name
 
 
 def test_metrics_go_to_the_store(sft_noop, noop_tasks, tmp_path):

@@ -17,6 +17,20 @@ import numpy as np
 import torch
 
 STATE_FILE = "trainer_state.pt"
+EMBEDDINGS = ("embed_tokens", "lm_head", "wte", "word_embeddings")
+
+
+def save_weights(model: Any, directory: Path) -> None:
+    """``save_pretrained``; for peft adapters, say whether the embeddings go with them, since
+    peft's ``"auto"`` asks the Hub for the base model's config (offline here: a warning per
+    save, and a wait where the network hangs instead of failing)."""
+    config = getattr(model, "peft_config", {}).get("default")
+    if config is None:
+        model.save_pretrained(directory)
+        return
+    targets = config.target_modules or ()
+    embeddings = any(name in EMBEDDINGS for name in targets)
+    model.save_pretrained(directory, save_embedding_layers=embeddings)
 
 
 def save(
@@ -30,7 +44,7 @@ def save(
 ) -> Path:
     """Write a resumable checkpoint; the folder loads with ``from_pretrained`` (or peft)."""
     directory.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(directory)
+    save_weights(model, directory)
     tokenizer.save_pretrained(directory)
     torch.save(
         {

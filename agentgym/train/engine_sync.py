@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from agentgym.train.batch import build_batch
+from agentgym.train.checkpoint import save_weights
 from agentgym.train.config import TrainConfig
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import is_peft, token_logprobs
@@ -69,7 +70,7 @@ class VLLMRollouts:
         if self.lora:
             self._version += 1
             folder = self._adapters / f"v{self._version}"
-            self.model.save_pretrained(folder)  # peft: the adapter alone
+            save_weights(self.model, folder)  # peft: the adapter alone
             self.engine.set_lora(folder)
             old = self._adapters / f"v{self._version - 1}"
             if old.exists():  # vLLM read it when the previous adapter was first used
