@@ -15,7 +15,8 @@ valid_unseen tasks. The mixes:
                and a quarter of the remaining ``go to``/``open`` rows, so the search order is
                not forgotten.
 
-``--extra`` adds DAgger's rows (:func:`with_dagger`, from ``household_full dagger``).
+``--extra`` adds DAgger's rows (:func:`with_dagger`, from one or more ``household_full dagger``
+rounds), each correction ``--dagger-weight`` times.
 
     python -m experiments.household_verb_probe --data /work/runs/household-notes2/sft.jsonl \\
         --from experiments/checkpoints/household-notes-sft --out /work/runs/verb-probe --steps 32
@@ -64,13 +65,13 @@ def decisions(rows: list[dict], seed: int) -> list[dict]:
 MIXES = {"verbs": rebalance, "decisions": decisions}
 
 
-def with_dagger(picked: list[dict], extra: list[dict], seed: int) -> list[dict]:
+def with_dagger(picked: list[dict], extra: list[dict], seed: int, weight: int = 1) -> list[dict]:
     """``picked`` plus DAgger's rows (``household_full dagger``): every state where the learner
-    did not do what the searcher would (the corrections), and the ``decisions`` mix of the rest;
-    shuffled together, without the learner's command."""
+    did not do what the searcher would (the corrections), ``weight`` times each, and the
+    ``decisions`` mix of the rest; shuffled together, without the learner's command."""
     fixes = [r for r in extra if r["learner"] != r["messages"][1]["content"]]
     rest = [r for r in extra if r["learner"] == r["messages"][1]["content"]]
-    rows = picked + fixes + decisions(rest, seed)
+    rows = picked + fixes * weight + decisions(rest, seed)
     random.Random(seed).shuffle(rows)
     return [{k: v for k, v in r.items() if k != "learner"} for r in rows]
 
@@ -82,9 +83,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--steps", type=int, default=32)
     p.add_argument("--mix", choices=sorted(MIXES), default="verbs")
-    p.add_argument("--extra", type=Path, default=None, help="DAgger rows: a dagger.jsonl")
+    p.add_argument("--extra", type=Path, nargs="+", default=[], help="DAgger rows: dagger.jsonl")
+    p.add_argument("--dagger-weight", type=int, default=1, help="copies of each correction")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=8, help="agree: first N valid_unseen tasks")
+    p.add_argument("--limit", type=int, default=8,
+                   help="agree: first N valid_unseen tasks (0: no agree)")  # fmt: skip
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     from agentgym.train.trainer import Trainer
@@ -92,10 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.data.read_text().splitlines()]
     picked = MIXES[args.mix](rows, args.seed)
-    extra: list[dict] = []
-    if args.extra is not None:
-        extra = [json.loads(line) for line in args.extra.read_text().splitlines()]
-        picked = with_dagger(picked, extra, args.seed)
+    extra = [json.loads(line) for path in args.extra for line in path.read_text().splitlines()]
+    if extra:
+        picked = with_dagger(picked, extra, args.seed, args.dagger_weight)
     (args.out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
     print(f"{len(picked)} rows from {len(rows)} SFT rows and {len(extra)} DAgger rows", flush=True)
     knobs = argparse.Namespace(  # household_full's SFT settings, for --steps more steps
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     trainer = Trainer(config)
     trainer.run()
     trainer.close()
+    if not args.limit:
+        return
     agree = argparse.Namespace(
         concurrency=16, limit=args.limit, history=2, seed=0, notes="household"
     )

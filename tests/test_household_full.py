@@ -52,6 +52,8 @@ def test_the_decisions_mix_keeps_every_decision_and_doubles_take_and_put():
     mixed = with_dagger(picked, [fix, same], seed=0)
     assert all("learner" not in r for r in mixed)
     assert sum(r["task_id"] == fix["task_id"] for r in mixed) == 1 + ids.count(id(rows[0]))
+    weighted = with_dagger(picked, [fix, same], seed=0, weight=3)
+    assert sum(r["task_id"] == fix["task_id"] for r in weighted) == 3 + ids.count(id(rows[0]))
 
 
 def test_task_draw_covers_every_type_evenly():
