@@ -25,6 +25,8 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           same bounded prompt in its rollouts (``rollout.history``, step rows); adapters and
           optimizer saved every step under ``rl-SEED/`` (resumes from the newest).
 ``table`` success per split and task type for every evaluated stage, from ``eval.db``.
+``losses`` the lost episodes of every evaluated stage by failure mode (:func:`failure_mode`)
+          and task type, from ``eval.db``.
 ``compare`` RL minus SFT paired per task on both splits, per seed, and the t-interval over the
           seeds (the plan in docs/results.md).
 ``progress`` each training run's steps so far (SFT: NLL of the searcher's commands; RL: success)
@@ -369,6 +371,56 @@ def table(out: Path) -> str:
     return "\n".join(lines)
 
 
+NOTHING = "Nothing happens."
+LOSS_MODES = ("take/put loop", "stuck on a no-op", "go-to cycle", "searching")
+
+
+def failure_mode(actions: list[str], observations: list[str]) -> str:
+    """Why a lost episode was lost, read from its last steps (first rule that holds):
+
+    ``take/put loop``    the same object taken twice and put twice in the last 12 commands;
+    ``stuck on a no-op`` 3 of the last 5 commands answered ``Nothing happens.`` (a greedy policy
+                         whose bounded prompt no longer changes repeats itself);
+    ``go-to cycle``      the last 10 commands hold 6 ``go to`` of at most 3 places;
+    ``searching``        anything else: still going somewhere new at the turn limit.
+    """
+    last = actions[-12:]
+    for obj in {a.split()[1] + " " + a.split()[2] for a in last if a.startswith("take ")}:
+        takes = sum(a.startswith(f"take {obj} ") for a in last)
+        puts = sum(a.startswith(f"put {obj} ") for a in last)
+        if takes >= 2 and puts >= 2:
+            return "take/put loop"
+    if sum(o.startswith(NOTHING) for o in observations[-5:]) >= 3:
+        return "stuck on a no-op"
+    goes = [a for a in actions[-10:] if a.startswith("go to ")]
+    if len(goes) >= 6 and len(set(goes)) <= 3:
+        return "go-to cycle"
+    return "searching"
+
+
+def losses(out: Path) -> str:
+    """Lost episodes per run of ``eval.db``, by :func:`failure_mode` and task type."""
+    from agentgym.store import Store
+
+    store = Store(out / "eval.db", read_only=True)
+    types = {t.id: t.config["task_type"] for s in SPLITS for t in TaskSuite.load(f"household/{s}")}
+    lines = ["| run | mode | " + " | ".join(SHORT[k] for k in TASK_TYPES) + " | all |",
+             "|---" * (len(TASK_TYPES) + 3) + "|"]  # fmt: skip
+    for run in store.runs():
+        count: Counter[tuple[str, str]] = Counter()
+        for e in store.episodes(run["id"]):
+            if not e.success:
+                mode = failure_mode([s.action for s in e.steps], [s.observation for s in e.steps])
+                count[mode, types[e.task_id]] += 1
+        for mode in LOSS_MODES:
+            cells = [str(count[mode, k]) for k in TASK_TYPES]
+            total = sum(count[mode, k] for k in TASK_TYPES)
+            lines.append(f"| {run['suite']} {run['agent']} | {mode} | " + " | ".join(cells)
+                         + f" | {total} |")  # fmt: skip
+    store.close()
+    return "\n".join(lines)
+
+
 def successes(out: Path, stage: str) -> dict[str, bool]:
     """Task id -> success of ``stage``'s runs on both valid splits, from ``eval.db``."""
     from agentgym.store import Store
@@ -489,8 +541,8 @@ def keep(out: Path, stage: str, to: Path) -> Path:
 # ============================================================================ cli
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "compare", "progress",
-              "keep"]  # fmt: skip
+    stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "losses", "compare",
+              "progress", "keep"]  # fmt: skip
     p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
@@ -541,6 +593,8 @@ def main(argv: list[str] | None = None) -> None:
         run_eval(args.out, args.eval_stage, args)
     elif args.stage == "compare":
         print(compare(args.out, args.seeds))
+    elif args.stage == "losses":
+        print(losses(args.out))
     elif args.stage == "progress":
         print(progress(args.out))
     elif args.stage == "agree":
