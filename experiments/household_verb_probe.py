@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from pathlib import Path
 
 from experiments import household_full as recipe
@@ -65,11 +66,29 @@ def decisions(rows: list[dict], seed: int) -> list[dict]:
 MIXES = {"verbs": rebalance, "decisions": decisions}
 
 
+STEP_NUMBERS = re.compile(r"\d+ step\(s\)|step \d+|Observation \d+|Action \d+")
+
+
+def distinct_states(rows: list[dict]) -> list[dict]:
+    """The first row of each state and label, step numbers aside: a learner stuck in a loop
+    reaches the same state (same notes, history and observation) dozens of times, and round 1's
+    588 corrections were 251 states, one of them 44 times."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for r in rows:
+        key = (STEP_NUMBERS.sub("#", r["messages"][0]["content"]), r["messages"][1]["content"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(r)
+    return kept
+
+
 def with_dagger(picked: list[dict], extra: list[dict], seed: int, weight: int = 1) -> list[dict]:
     """``picked`` plus DAgger's rows (``household_full dagger``): every state where the learner
-    did not do what the searcher would (the corrections), ``weight`` times each, and the
-    ``decisions`` mix of the rest; shuffled together, without the learner's command."""
-    fixes = [r for r in extra if r["learner"] != r["messages"][1]["content"]]
+    did not do what the searcher would (the corrections), each distinct state once
+    (:func:`distinct_states`) and ``weight`` times, and the ``decisions`` mix of the rest;
+    shuffled together, without the learner's command."""
+    fixes = distinct_states([r for r in extra if r["learner"] != r["messages"][1]["content"]])
     rest = [r for r in extra if r["learner"] == r["messages"][1]["content"]]
     rows = picked + fixes * weight + decisions(rest, seed)
     random.Random(seed).shuffle(rows)

@@ -52,7 +52,11 @@ def test_the_decisions_mix_keeps_every_decision_and_doubles_take_and_put():
     mixed = with_dagger(picked, [fix, same], seed=0)
     assert all("learner" not in r for r in mixed)
     assert sum(r["task_id"] == fix["task_id"] for r in mixed) == 1 + ids.count(id(rows[0]))
-    weighted = with_dagger(picked, [fix, same], seed=0, weight=3)
+    prompt = fix["messages"][0]["content"]
+    again = {**fix, "messages": [{"role": "user", "content": prompt.replace("step 1.", "step 9.")},
+                                 fix["messages"][1]]}  # fmt: skip
+    assert again["messages"][0]["content"] != prompt  # the same state, a later step
+    weighted = with_dagger(picked, [fix, again, same], seed=0, weight=3)
     assert sum(r["task_id"] == fix["task_id"] for r in weighted) == 3 + ids.count(id(rows[0]))
 
 
