@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,14 @@ def save_weights(model: Any, directory: Path) -> None:
     """``save_pretrained``; for peft adapters, say whether the embeddings go with them, since
     peft's ``"auto"`` asks the Hub for the base model's config (offline here: a warning per
     save, and a wait where the network hangs instead of failing)."""
-    config = getattr(model, "peft_config", {}).get("default")
+    peft = sys.modules.get("peft")  # a peft model means peft is imported
+    config = (
+        model.peft_config.get("default") if peft and isinstance(model, peft.PeftModel) else None
+    )
     if config is None:
         model.save_pretrained(directory)
         return
-    targets = config.target_modules or ()
+    targets = getattr(config, "target_modules", None) or ()
     embeddings = any(name in EMBEDDINGS for name in targets)
     model.save_pretrained(directory, save_embedding_layers=embeddings)
 
