@@ -33,7 +33,10 @@ def save_weights(model: Any, directory: Path) -> None:
         model.save_pretrained(directory)
         return
     targets = getattr(config, "target_modules", None) or ()
-    embeddings = any(name in EMBEDDINGS for name in targets)
+    if isinstance(targets, str):  # a regex over module names
+        embeddings = any(name in targets for name in EMBEDDINGS)
+    else:
+        embeddings = any(name in EMBEDDINGS for name in targets)
     model.save_pretrained(directory, save_embedding_layers=embeddings)
 
 
