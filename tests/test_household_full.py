@@ -156,8 +156,8 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
 
 
 def test_failure_modes_of_lost_episodes():
-    """The last steps of four real lost episodes of the decisions checkpoint (valid_unseen 0001,
-    0007, 0010 and 0009), one per mode."""
+    """One ending per mode, shaped after four lost episodes of the decisions checkpoint
+    (valid_unseen 0001, 0007, 0010 and 0009)."""
     ok, nothing = "You arrive at cabinet 1.", recipe.NOTHING
     loop = ["take cup 3 from cabinet 1", "go to cabinet 1", "put cup 3 in/on cabinet 1"] * 3
     assert recipe.failure_mode(loop, [ok, nothing, ok] * 3) == "take/put loop"
