@@ -351,14 +351,23 @@ def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
         cli_eval(f"household/{split}", spec, out / "eval.db", args, args.limit)
 
 
+def task_types() -> dict[str, str]:
+    """Task id -> task type, over both valid splits."""
+    return {t.id: t.config["task_type"] for s in SPLITS for t in TaskSuite.load(f"household/{s}")}
+
+
+def type_columns(*first: str) -> list[str]:
+    """A markdown table's header: ``first`` columns, one per task type, then ``all``."""
+    names = [*first, *(SHORT[k] for k in TASK_TYPES), "all"]
+    return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
+
+
 def table(out: Path) -> str:
     """Success per split, stage and task type from ``eval.db``."""
     from agentgym.store import Store
 
     store = Store(out / "eval.db", read_only=True)
-    types = {t.id: t.config["task_type"] for s in SPLITS for t in TaskSuite.load(f"household/{s}")}
-    lines = ["| run | " + " | ".join(SHORT[k] for k in TASK_TYPES) + " | all |",
-             "|---" * (len(TASK_TYPES) + 2) + "|"]  # fmt: skip
+    types, lines = task_types(), type_columns("run")
     for run in store.runs():
         won: dict[str, list[bool]] = defaultdict(list)
         for row in store.episode_rows(run["id"]):
@@ -368,6 +377,7 @@ def table(out: Path) -> str:
         share = 100 * sum(every) / max(len(every), 1)
         lines.append(f"| {run['suite']} {run['agent']} | " + " | ".join(cells)
                      + f" | {sum(every)}/{len(every)} ({share:.1f}%) |")  # fmt: skip
+    store.close()
     return "\n".join(lines)
 
 
@@ -403,9 +413,7 @@ def losses(out: Path) -> str:
     from agentgym.store import Store
 
     store = Store(out / "eval.db", read_only=True)
-    types = {t.id: t.config["task_type"] for s in SPLITS for t in TaskSuite.load(f"household/{s}")}
-    lines = ["| run | mode | " + " | ".join(SHORT[k] for k in TASK_TYPES) + " | all |",
-             "|---" * (len(TASK_TYPES) + 3) + "|"]  # fmt: skip
+    types, lines = task_types(), type_columns("run", "mode")
     for run in store.runs():
         count: Counter[tuple[str, str]] = Counter()
         for e in store.episodes(run["id"]):
