@@ -56,6 +56,7 @@ from agentgym.agents.context import play_rows
 from agentgym.envs.household.env import HouseholdEnv
 from agentgym.envs.household.goals import SHORT, TASK_TYPES
 from agentgym.envs.household.searcher import SearchAgent
+from agentgym.envs.household.text import NOTHING_HAPPENS
 from agentgym.task import Task, TaskSuite
 
 SPLITS = ("valid_unseen", "valid_seen")
@@ -346,8 +347,8 @@ def cli_eval(
 
 def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
     """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable)."""
+    spec = agent_spec(out, stage, args)
     for split in args.splits:
-        spec = agent_spec(out, stage, args)
         cli_eval(f"household/{split}", spec, out / "eval.db", args, args.limit)
 
 
@@ -381,7 +382,6 @@ def table(out: Path) -> str:
     return "\n".join(lines)
 
 
-NOTHING = "Nothing happens."
 LOSS_MODES = ("take/put loop", "stuck on a no-op", "go-to cycle", "searching")
 
 
@@ -395,12 +395,12 @@ def failure_mode(actions: list[str], observations: list[str]) -> str:
     ``searching``        anything else: still going somewhere new at the turn limit.
     """
     last = actions[-12:]
-    for obj in {a.split()[1] + " " + a.split()[2] for a in last if a.startswith("take ")}:
+    for obj in {" ".join(a.split()[1:3]) for a in last if a.startswith("take ")}:
         takes = sum(a.startswith(f"take {obj} ") for a in last)
         puts = sum(a.startswith(f"put {obj} ") for a in last)
         if takes >= 2 and puts >= 2:
             return "take/put loop"
-    if sum(o.startswith(NOTHING) for o in observations[-5:]) >= 3:
+    if sum(o.startswith(NOTHING_HAPPENS) for o in observations[-5:]) >= 3:
         return "stuck on a no-op"
     goes = [a for a in actions[-10:] if a.startswith("go to ")]
     if len(goes) >= 6 and len(set(goes)) <= 3:

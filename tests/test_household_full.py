@@ -158,7 +158,7 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
 def test_failure_modes_of_lost_episodes():
     """One ending per mode, shaped after four lost episodes of the decisions checkpoint
     (valid_unseen 0001, 0007, 0010 and 0009)."""
-    ok, nothing = "You arrive at cabinet 1.", recipe.NOTHING
+    ok, nothing = "You arrive at cabinet 1.", recipe.NOTHING_HAPPENS
     loop = ["take cup 3 from cabinet 1", "go to cabinet 1", "put cup 3 in/on cabinet 1"] * 3
     assert recipe.failure_mode(loop, [ok, nothing, ok] * 3) == "take/put loop"
     assert recipe.failure_mode(["go to shelf 13"] * 6, [ok] + [nothing] * 5) == "stuck on a no-op"
@@ -167,3 +167,4 @@ def test_failure_modes_of_lost_episodes():
     search = [a for n in range(6, 1, -1) for a in (f"go to cabinet {n}", f"open cabinet {n}")]
     assert recipe.failure_mode(search, [ok] * 10) == "searching"
     assert recipe.failure_mode(loop, [nothing] * 9) == "take/put loop"  # the first rule wins
+    assert recipe.failure_mode(["take"] * 5, [nothing] * 5) == "stuck on a no-op"  # a bare verb
