@@ -18,8 +18,6 @@ from typing import Any
 
 from agentgym.bounded_context import BoundedHistory
 
-NOTHING = "Nothing happens."
-
 
 def sft_row(task: Any, step: int, user: str, command: str) -> dict[str, Any]:
     """One SFT row: the bounded prompt of ``task``'s ``step`` and the command to learn there."""
@@ -71,7 +69,7 @@ def play_rows(
             agent.observations.append(obs)
             agent.actions.append(action)
             obs, _, terminated, truncated, info = env.step(action)
-            if obs != NOTHING:
+            if info.get("valid", True):  # the env's flag for a command that did nothing
                 raise RuntimeError(f"a repeated {action!r} changed the room: {obs!r}")
         if terminated or truncated:
             return rows, bool(info.get("success", terminated))

@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym.envs.household.goals import Goal, parse_goal
+from agentgym.envs.household.text import NOTHING_HAPPENS
 from agentgym.envs.household.transcript import OVERVIEW, TASK_LINE, parse_listing
 
-NOTHING = "Nothing happens."
 _LISTING = re.compile(
     r"(?:On the (?P<a>[a-z]+ \d+), you see|The (?P<b>[a-z]+ \d+) is open\. In it, you see) "
     r"(?P<items>[^.]*)\."
@@ -112,7 +112,7 @@ def update(k: Knowledge, action: str, answer: str) -> None:
     """Fold one command and the game's answer into ``k`` (failed commands change nothing, but a
     failed ``go to`` of another receptacle of the room while at one: it stands there too)."""
     goto = _GOTO.match(" ".join(action.lower().split()))
-    if answer.strip() == NOTHING:
+    if answer.strip() == NOTHING_HAPPENS:
         if goto and k.at is not None and goto["r"] in k.receptacles and goto["r"] not in k.here:
             k.here.append(goto["r"])
             k.visited.add(goto["r"])

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from agentgym.envs.household.catalog import catalog
 from agentgym.envs.household.config import type_of
 from agentgym.envs.household.goals import parse_goal
-from agentgym.envs.household.text import BANNER
+from agentgym.envs.household.text import BANNER, NOTHING_HAPPENS
 from agentgym.task import Task
 
 OVERVIEW = "You are in the middle of a room. Looking quickly around you, you see "
@@ -203,7 +203,7 @@ def _apply(world: _World, action: str, answer: str | None) -> None:
     act = " ".join(action.lower().split())
     kind, m = next(((k, p.match(act)) for k, p in _ACTIONS if p.match(act)), (None, None))
     shown = answer is not None
-    if answer == "Nothing happens.":
+    if answer == NOTHING_HAPPENS:
         if kind == "goto" and m is not None and m["r"] in world.receptacles:
             world.at(m["r"], line, shown=True)  # already there: it shares the location
         return
