@@ -363,6 +363,16 @@ def type_columns(*first: str) -> list[str]:
     return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
 
 
+def run_label(run: dict[str, Any]) -> str:
+    """A run's row name: its suite and checkpoint (relative to the working directory), with the
+    prompt options but not the greedy settings every eval stage shares."""
+    model, _, query = str(run["agent"]).removeprefix("hf:").partition("?")
+    if Path(model).is_relative_to(Path.cwd()):
+        model = str(Path(model).relative_to(Path.cwd()))
+    options = [o for o in query.split("&") if o not in ("temperature=0", "max_format_errors=0")]
+    return f"{run['suite']} {model}" + (f" ({', '.join(options)})" if options else "")
+
+
 def table(out: Path) -> str:
     """Success per split, stage and task type from ``eval.db``."""
     from agentgym.store import Store
@@ -376,7 +386,7 @@ def table(out: Path) -> str:
         cells = [f"{sum(won[k])}/{len(won[k])}" for k in TASK_TYPES]
         every = [w for k in TASK_TYPES for w in won[k]]
         share = 100 * sum(every) / max(len(every), 1)
-        lines.append(f"| {run['suite']} {run['agent']} | " + " | ".join(cells)
+        lines.append(f"| {run_label(run)} | " + " | ".join(cells)
                      + f" | {sum(every)}/{len(every)} ({share:.1f}%) |")  # fmt: skip
     store.close()
     return "\n".join(lines)
@@ -423,7 +433,7 @@ def losses(out: Path) -> str:
         for mode in LOSS_MODES:
             cells = [str(count[mode, k]) for k in TASK_TYPES]
             total = sum(count[mode, k] for k in TASK_TYPES)
-            lines.append(f"| {run['suite']} {run['agent']} | {mode} | " + " | ".join(cells)
+            lines.append(f"| {run_label(run)} | {mode} | " + " | ".join(cells)
                          + f" | {total} |")  # fmt: skip
     store.close()
     return "\n".join(lines)
@@ -438,6 +448,7 @@ def successes(out: Path, stage: str) -> dict[str, bool]:
     for run in store.runs():
         if str(run["agent"]).startswith(f"hf:{checkpoint(out, stage)}?"):
             won |= {r["task_id"]: bool(r["success"]) for r in store.episode_rows(run["id"])}
+    store.close()
     return won
 
 

@@ -168,3 +168,11 @@ def test_failure_modes_of_lost_episodes():
     assert recipe.failure_mode(search, [ok] * 10) == "searching"
     assert recipe.failure_mode(loop, [nothing] * 9) == "take/put loop"  # the first rule wins
     assert recipe.failure_mode(["take"] * 5, [nothing] * 5) == "stuck on a no-op"  # a bare verb
+
+
+def test_run_label_names_the_checkpoint_and_its_prompt_not_the_greedy_settings():
+    run = {"suite": "household/valid_unseen", "agent": "hf:/ckpt/sft/final?history=2"
+           "&notes=household&temperature=0&max_format_errors=0"}  # fmt: skip
+    assert recipe.run_label(run) == "household/valid_unseen /ckpt/sft/final (history=2, notes=household)"
+    inside = {"suite": "s", "agent": f"hf:{Path.cwd() / 'ckpt'}?temperature=0"}
+    assert recipe.run_label(inside) == "s ckpt"
