@@ -48,3 +48,12 @@ def test_train_config_reads_rollout_engine_and_refuses_it_with_a_routed_policy()
                 "rollout": {"engine": "vllm"},
             }
         )
+
+
+def test_the_hf_dtype_option_reaches_the_engine_and_a_bad_one_names_the_allowed(tiny_model):
+    import torch
+
+    client = make_client(f"hf:{tiny_model}?dtype=bfloat16")
+    assert next(client.engine.model.parameters()).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="Input should be 'float32' or 'bfloat16'"):
+        make_client(f"hf:{tiny_model}?dtype=half")

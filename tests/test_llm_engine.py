@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -219,3 +221,19 @@ def test_a_lora_adapter_folder_gets_continuous_batching_with_its_adapters(tiny_m
     assert [g.token_ids for g in ours] != [g.token_ids for g in base.generate_batch(prompts, **kw)]
     for e in (engine, fallback, base):
         e.close()
+
+
+def test_a_bfloat16_engine_computes_weights_and_cache_in_bfloat16(tiny_model):
+    """``dtype="bfloat16"`` (the ``hf:...?dtype=bfloat16`` option) loads the weights and keeps
+    the KV cache in bfloat16; the sampler still reads float32 logits, so logprobs stay finite."""
+    engine = LocalEngine(tiny_model, prefix_cache_mb=0, dtype="bfloat16")
+    assert {p.dtype for p in engine.model.parameters()} == {torch.bfloat16}
+    gens = engine.generate_batch(_prompts(engine), max_new_tokens=8, temperature=0.0)
+    assert engine.cache.layer(0)[0].dtype == torch.bfloat16
+    assert all(g.token_ids and all(map(math.isfinite, g.logprobs)) for g in gens)
+    engine.close()
+
+
+def test_an_unknown_dtype_is_one_line_naming_the_allowed_ones(tiny_model):
+    with pytest.raises(ValueError, match="unknown dtype 'float16'; use one of: float32, bfloat16"):
+        LocalEngine(tiny_model, dtype="float16")

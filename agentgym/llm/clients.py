@@ -57,6 +57,10 @@ class ClientOptions(BaseModel):
     """``hf:`` only: largest generation batch."""
     engine: Literal["local", "vllm"] = "local"
     """``hf:`` only: generate with transformers (``local``) or vLLM (``vllm``, the vllm extra)."""
+    dtype: Literal["float32", "bfloat16"] | None = None
+    """``hf:`` only: the engine's precision; None is the engine's default (``local``: float32,
+    as the trainer computes; ``vllm``: float32 on a CPU, bfloat16 on a GPU). bfloat16 plays a
+    Household turn about 1.7x faster on a CPU with avx512_bf16; its greedy choices can differ."""
 
 
 class BaseClient:
@@ -170,7 +174,10 @@ class HFClient(BaseClient):
                 "adapter_config.json (make one with `agentgym model init DIR`, or use a known "
                 f"model: {', '.join(f'hf:{n}' for n in KNOWN_MODELS)})"
             )
-        self.engine = load_engine(self.options.engine, path, self.options.max_batch_size)
+        precision = {"dtype": self.options.dtype} if self.options.dtype else {}
+        self.engine = load_engine(
+            self.options.engine, path, self.options.max_batch_size, **precision
+        )
         self.context_tokens: int | None = self.engine.context_tokens
         """The model's context window: agents cut longer histories to fit it."""
 

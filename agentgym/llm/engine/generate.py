@@ -49,8 +49,9 @@ class GenerateEngine(Engine):
         max_wait_s: float = 0.005,
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
+        dtype: str = "float32",
     ) -> None:
-        path, tokenizer, model = load_checkpoint(path, device)
+        path, tokenizer, model = load_checkpoint(path, device, dtype)
         self._setup(model, tokenizer, path, max_batch_size, max_wait_s, device, thread=True)
         self._enable_prefix_cache(prefix_cache_mb)
 

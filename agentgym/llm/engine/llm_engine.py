@@ -48,8 +48,9 @@ class LocalEngine(Engine):
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
         mode: str = "auto",
+        dtype: str = "float32",
     ) -> None:
-        path, tokenizer, model = load_checkpoint(path, device)
+        path, tokenizer, model = load_checkpoint(path, device, dtype)
         if why := unsupported(model):
             raise ValueError(f"continuous batching cannot run {path}: {why}; use mode='generate'")
         self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb)

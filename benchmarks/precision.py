@@ -1,0 +1,87 @@
+"""float32 against bfloat16 in the local engine, on the prompts a Household eval really sends.
+
+``python benchmarks/precision.py [--model experiments/checkpoints/household-notes-decisions]``
+builds the bounded prompts (history 2, household notes) of the searcher's episodes on the first
+``--tasks`` valid_unseen tasks, then times one greedy turn for all of them (``--new`` tokens
+each, ``--batch`` at a time, prefix cache off: every prompt token is computed) in each precision
+of :class:`~agentgym.llm.engine.LocalEngine`. It prints one table: seconds, prompt tokens per
+second, the speed ratio against float32 measured in the same run, and how many greedy completions
+are the same text as float32's (an eval in bfloat16 plays other episodes where they differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's agentgym, not an installed copy elsewhere
+
+
+def household_prompts(tasks: int) -> list[str]:
+    """The user message of every step of the searcher's episodes on the first ``tasks``
+    valid_unseen tasks, as ``hf:CKPT?history=2&notes=household`` shows them."""
+    from agentgym.agents.context import play_rows
+    from agentgym.envs.household.env import HouseholdEnv
+    from agentgym.envs.household.searcher import SearchAgent
+    from agentgym.task import TaskSuite
+
+    users = []
+    for task in list(TaskSuite.load("household/valid_unseen"))[:tasks]:
+        rows, _ = play_rows(HouseholdEnv(), SearchAgent(), task, history=2, notes="household")
+        users += [r["messages"][0]["content"] for r in rows]
+    return users
+
+
+def one_turn(engine: Any, users: list[str], new: int, batch: int) -> tuple[float, int, list[str]]:
+    """(seconds, prompt tokens, greedy texts) of one turn for every prompt, ``batch`` at a time."""
+    prompts = [engine.render([{"role": "user", "content": u}], None) for u in users]
+    engine.generate_batch(prompts[:1], max_new_tokens=2)  # warm
+    texts: list[str] = []
+    start = time.perf_counter()
+    for i in range(0, len(prompts), batch):
+        texts += [g.text for g in engine.generate_batch(prompts[i : i + batch], new)]
+    return time.perf_counter() - start, sum(map(len, prompts)), texts
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", default="smollm2", help="a known model or a checkpoint folder")
+    p.add_argument("--tasks", type=int, default=4, help="valid_unseen tasks whose steps prompt")
+    p.add_argument("--new", type=int, default=12, help="greedy tokens per prompt")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    import torch
+
+    from agentgym.llm.engine import LocalEngine
+    from agentgym.llm.engine.base import DTYPES
+
+    torch.set_num_threads(args.threads)
+    users = household_prompts(args.tasks)
+    table = Table(title=f"one greedy turn for {len(users)} Household prompts, {args.model}, "
+                  f"{args.threads} threads, batch {args.batch}, {args.new} new tokens")  # fmt: skip
+    for column in ("dtype", "seconds", "prompt tok/s", "speed vs float32", "same text as float32"):
+        table.add_column(column, justify="right")
+    base: tuple[float, list[str]] | None = None
+    for dtype in DTYPES:
+        engine = LocalEngine(args.model, max_batch_size=args.batch, prefix_cache_mb=0, dtype=dtype)
+        seconds, tokens, texts = one_turn(engine, users, args.new, args.batch)
+        engine.close()
+        base = base or (seconds, texts)
+        same = sum(a == b for a, b in zip(texts, base[1], strict=True))
+        print(f"{dtype}: {seconds:.1f} s, load {os.getloadavg()[0]:.1f}", flush=True)
+        table.add_row(dtype, f"{seconds:.1f}", f"{tokens / seconds:.0f}",
+                      f"{base[0] / seconds:.2f}x", f"{same}/{len(texts)}")  # fmt: skip
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
