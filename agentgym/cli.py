@@ -571,14 +571,21 @@ def serve(
     engine: Annotated[
         str, typer.Option(help="Generation engine: local (transformers) or vllm (the vllm extra)")
     ] = "local",
+    dtype: Annotated[
+        str | None,
+        typer.Option(help="Precision: float32 or bfloat16 (default: the engine's own)"),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
+    from agentgym.llm.engine.base import check_dtype
     from agentgym.llm.engines import require_engine
     from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
 
     with user_errors():
         require("agentgym serve", "fastapi", "uvicorn", "torch", "transformers")
         require_engine(engine)
+        if dtype is not None:
+            check_dtype(dtype)
         check_port_free(host, port)  # before the model loads, and instead of uvicorn's log lines
         if path is None:
             path = default_model_spec("agentgym serve")
@@ -600,6 +607,7 @@ def serve(
         max_batch_size=max_batch_size,
         request_timeout_s=request_timeout,
         engine_name=engine,
+        dtype=dtype,
     )
 
 

@@ -57,3 +57,5 @@ def test_the_hf_dtype_option_reaches_the_engine_and_a_bad_one_names_the_allowed(
     assert next(client.engine.model.parameters()).dtype == torch.bfloat16
     with pytest.raises(ValueError, match="Input should be 'float32' or 'bfloat16'"):
         make_client(f"hf:{tiny_model}?dtype=half")
+    result = CliRunner().invoke(app, ["serve", str(tiny_model), "--dtype", "half"])
+    assert result.exit_code == 2 and "unknown dtype 'half'" in result.output

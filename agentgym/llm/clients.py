@@ -174,9 +174,8 @@ class HFClient(BaseClient):
                 "adapter_config.json (make one with `agentgym model init DIR`, or use a known "
                 f"model: {', '.join(f'hf:{n}' for n in KNOWN_MODELS)})"
             )
-        precision = {"dtype": self.options.dtype} if self.options.dtype else {}
         self.engine = load_engine(
-            self.options.engine, path, self.options.max_batch_size, **precision
+            self.options.engine, path, self.options.max_batch_size, self.options.dtype
         )
         self.context_tokens: int | None = self.engine.context_tokens
         """The model's context window: agents cut longer histories to fit it."""

@@ -34,8 +34,17 @@ def require_engine(name: str) -> EngineName:
     return name  # type: ignore[return-value]
 
 
-def load_engine(name: str, path: str | Path, max_batch_size: int = 32, **options: Any) -> Any:
-    """An engine of kind ``name`` over the checkpoint at ``path`` (options: the engine's own)."""
+def load_engine(
+    name: str,
+    path: str | Path,
+    max_batch_size: int = 32,
+    dtype: str | None = None,
+    **options: Any,
+) -> Any:
+    """An engine of kind ``name`` over the checkpoint at ``path`` in precision ``dtype`` (None:
+    the engine's default; options: the engine's own)."""
+    if dtype is not None:
+        options["dtype"] = dtype
     if require_engine(name) == "vllm":
         from agentgym.llm.vllm_engine import VLLMEngine
 
