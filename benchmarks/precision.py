@@ -62,7 +62,7 @@ def main() -> None:
     import torch
 
     from agentgym.llm.engine import LocalEngine
-    from agentgym.llm.engine.base import DTYPES
+    from agentgym.llm.engines import DTYPES
 
     torch.set_num_threads(args.threads)
     users = household_prompts(args.tasks)

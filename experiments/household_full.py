@@ -52,14 +52,14 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 from agentgym.agents.context import play_rows
 from agentgym.envs.household.env import HouseholdEnv
 from agentgym.envs.household.goals import SHORT, TASK_TYPES
 from agentgym.envs.household.searcher import SearchAgent
 from agentgym.envs.household.text import NOTHING_HAPPENS
-from agentgym.llm.engine.base import DTYPES
+from agentgym.llm.engines import DTYPES
+from agentgym.llm.factory import split_spec
 from agentgym.task import Task, TaskSuite
 
 SPLITS = ("valid_unseen", "valid_seen")
@@ -370,10 +370,11 @@ def type_columns(*first: str) -> list[str]:
 def run_label(run: dict[str, Any]) -> str:
     """A run's row name: its suite and checkpoint (relative to the working directory), with the
     prompt options but not the greedy settings every eval stage shares."""
-    model, _, query = str(run["agent"]).removeprefix("hf:").partition("?")
+    _, model, query = split_spec(str(run["agent"]))
     if Path(model).is_relative_to(Path.cwd()):
         model = str(Path(model).relative_to(Path.cwd()))
-    options = [o for o in query.split("&") if o not in ("temperature=0", "max_format_errors=0")]
+    greedy = {"temperature": "0", "max_format_errors": "0"}
+    options = [f"{k}={v}" for k, v in query.items() if greedy.get(k) != v]
     return f"{run['suite']} {model}" + (f" ({', '.join(options)})" if options else "")
 
 
@@ -451,11 +452,8 @@ def successes(out: Path, stage: str, dtype: str = "float32") -> dict[str, bool]:
     store = Store(out / "eval.db", read_only=True)
     won: dict[str, bool] = {}
     for run in store.runs():
-        model, _, query = str(run["agent"]).partition("?")
-        if (
-            model == f"hf:{checkpoint(out, stage)}"
-            and dict(parse_qsl(query)).get("dtype", "float32") == dtype
-        ):
+        _, model, query = split_spec(str(run["agent"]))
+        if model == checkpoint(out, stage) and query.get("dtype", "float32") == dtype:
             won |= {r["task_id"]: bool(r["success"]) for r in store.episode_rows(run["id"])}
     store.close()
     return won

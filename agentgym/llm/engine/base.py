@@ -166,30 +166,17 @@ def queued(items: queue.Queue[Any]) -> list[Request]:
     return [x for x in flat if isinstance(x, Request)]
 
 
-DTYPES = ("float32", "bfloat16")
-"""Precisions a local engine computes in. bfloat16 plays a Household turn about 1.7x faster on a
-CPU with avx512_bf16 (benchmarks/precision.py), but its greedy choices can differ from float32's,
-the trainer's."""
-
-
-def check_dtype(dtype: str) -> Any:
-    """The torch dtype named ``dtype``, else a one-line error naming the allowed ones."""
-    import torch
-
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of: {', '.join(DTYPES)}")
-    return getattr(torch, dtype)
-
-
 def load_checkpoint(path: Any, device: str, dtype: str = "float32") -> tuple[str, Any, Any]:
     """(resolved path, tokenizer, model in eval mode on ``device``, weights and adapters in
     ``dtype``) of a local checkpoint."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from agentgym.llm.engines import check_dtype
     from agentgym.llm.models import resolve_model_path
 
-    torch_dtype = check_dtype(dtype)
+    torch_dtype = getattr(torch, check_dtype(dtype))
     hf_logging.disable_progress_bar()
     path = str(resolve_model_path(str(path)))
     tokenizer: Any = AutoTokenizer.from_pretrained(path)
