@@ -11,13 +11,14 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message
 from agentgym.llm.cache import LLMCache, cache_key
+from agentgym.llm.engines import Dtype, EngineName
 from agentgym.llm.ratelimit import RateLimiter
 from agentgym.llm.retry import RetryPolicy, call_with_retries
 from agentgym.textscan import remove_spans, tag_spans
@@ -55,9 +56,9 @@ class ClientOptions(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     max_batch_size: int = 32
     """``hf:`` only: largest generation batch."""
-    engine: Literal["local", "vllm"] = "local"
+    engine: EngineName = "local"
     """``hf:`` only: generate with transformers (``local``) or vLLM (``vllm``, the vllm extra)."""
-    dtype: Literal["float32", "bfloat16"] | None = None
+    dtype: Dtype | None = None
     """``hf:`` only: the engine's precision; None is the engine's default (``local``: float32,
     as the trainer computes; ``vllm``: float32 on a CPU, bfloat16 on a GPU). bfloat16 plays a
     Household turn about 1.7x faster on a CPU with avx512_bf16; its greedy choices can differ."""
