@@ -459,13 +459,14 @@ def successes(out: Path, stage: str, dtype: str = "float32") -> dict[str, bool]:
     return won
 
 
-def compare(out: Path, seeds: list[int], dtype: str = "float32") -> str:
+def compare(out: Path, seeds: list[int], dtype: str = "float32", sft_stage: str = "sft") -> str:
     """The primary figure: per seed, RL minus SFT success paired per task over the tasks both
     played (274 when complete), every arm evaluated in ``dtype``; the t-interval of those means
-    over the seeds."""
+    over the seeds. ``sft_stage`` is where RL started: the sft stage, or a kept copy's folder
+    (``rl --sft-checkpoint``)."""
     from experiments.results import t_interval
 
-    sft = successes(out, "sft", dtype)
+    sft = successes(out, sft_stage, dtype)
     lines, diffs = [], []
     for seed in seeds:
         rl = successes(out, f"rl-{seed}", dtype)
@@ -589,7 +590,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="rl, compare")
     p.add_argument("--rl-algo", default="gigpo")
     p.add_argument("--sft-checkpoint", type=Path, default=None,
-                   help="rl: start from this adapter folder (a kept copy), not OUT/sft/final")  # fmt: skip
+                   help="rl, compare: RL starts from this adapter folder (a kept copy), not "
+                        "OUT/sft/final")  # fmt: skip
     p.add_argument("--rl-steps", type=int, default=8)
     p.add_argument("--rl-tasks", type=int, default=4, help="tasks per RL step")
     p.add_argument("--group-size", type=int, default=4)
@@ -621,7 +623,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.stage == "eval":
         run_eval(args.out, args.eval_stage, args)
     elif args.stage == "compare":
-        print(compare(args.out, args.seeds, args.dtype))
+        print(compare(args.out, args.seeds, args.dtype, str(args.sft_checkpoint or "sft")))
     elif args.stage == "losses":
         print(losses(args.out))
     elif args.stage == "progress":

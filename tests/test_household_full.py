@@ -94,6 +94,18 @@ def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
     assert "seed 1: +25.0 points on 4 tasks (RL only 2, SFT only 1)" in text
     assert "seed 2: +25.0 points on 4 tasks (RL only 1, SFT only 0)" in text
     assert "RL - SFT over 2 seeds: +25.0 [+25.0, +25.0]" in text
+    kept = tmp_path / "kept"  # RL started from a kept copy: its runs are the SFT arm
+    kept.mkdir()
+    (kept / "adapter_config.json").write_text("{}")
+    store = Store(tmp_path / "eval.db")
+    agent = f"hf:{recipe.checkpoint(tmp_path, str(kept))}?history=2"
+    store.start_run("kept", "kept", "household/valid_unseen", agent, {}, {}, None)
+    for task in won:
+        store.save_episode("kept", Episode(task_id=task, env_id="agentgym/Household-v0",
+                                           status="completed", success=False))  # fmt: skip
+    store.close()
+    text = recipe.compare(tmp_path, [1, 2], sft_stage=str(kept))
+    assert "seed 1: +75.0 points on 4 tasks (RL only 3, SFT only 0)" in text
 
 
 def test_a_kept_checkpoint_names_its_base_by_name_and_loads_the_same_weights(
