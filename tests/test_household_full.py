@@ -191,6 +191,9 @@ def test_failure_modes_of_lost_episodes():
 def test_run_label_names_the_checkpoint_and_its_prompt_not_the_greedy_settings():
     run = {"suite": "household/valid_unseen", "agent": "hf:/ckpt/sft/final?history=2"
            "&notes=household&temperature=0&max_format_errors=0"}  # fmt: skip
-    assert recipe.run_label(run) == "household/valid_unseen /ckpt/sft/final (history=2, notes=household)"
+    assert (
+        recipe.run_label(run)
+        == "household/valid_unseen /ckpt/sft/final (history=2, notes=household)"
+    )
     inside = {"suite": "s", "agent": f"hf:{Path.cwd() / 'ckpt'}?temperature=0"}
     assert recipe.run_label(inside) == "s ckpt"
