@@ -24,7 +24,10 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           episodes): its runs are told apart by their spec, and ``compare`` pairs one precision.
 ``rl``    GiGPO (``--rl-algo``) from the SFT adapters, one run per ``--seeds`` seed, with the
           same bounded prompt in its rollouts (``rollout.history``, step rows); adapters and
-          optimizer saved every step under ``rl-SEED/`` (resumes from the newest).
+          optimizer saved every step under ``rl-SEED/`` (resumes from the newest). ``--dtype
+          bfloat16`` (sft, rl) computes rollouts and updates under bf16 autocast, the float32
+          weights and optimizer kept (about 1.7x faster here: ``benchmarks/precision.py
+          --trainer``).
 ``table`` success per split and task type for every evaluated stage, from ``eval.db``.
 ``losses`` the lost episodes of every evaluated stage by failure mode (:func:`failure_mode`)
           and task type, from ``eval.db``.
@@ -155,11 +158,13 @@ def make_data(
 
 def _model(path: str, args: argparse.Namespace) -> dict[str, Any]:
     """SmolLM2 at ``path`` with LoRA on every projection of its top ``--lora-layers`` layers: the
-    SFT stage and the RL stages train the same adapters."""
+    SFT stage and the RL stages train the same adapters, in ``--dtype`` (bfloat16: autocast over
+    float32 weights, rollouts and updates alike)."""
     layers = 30  # SmolLM2-135M
     return {
         "path": path,
         "device": args.device,
+        "precision": {"float32": "fp32", "bfloat16": "bf16"}[args.dtype],
         "lora": {
             "r": args.lora_r,
             "alpha": 2 * args.lora_r,
@@ -567,7 +572,7 @@ def keep(out: Path, stage: str, to: Path) -> Path:
 
 
 # ============================================================================ cli
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "losses", "compare",
               "progress", "keep"]  # fmt: skip
@@ -605,8 +610,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
     p.add_argument("--threads", type=int, default=1, help="torch threads of sft, rl and eval")
     p.add_argument("--dtype", choices=DTYPES, default="float32",
-                   help="eval, dagger, compare: the engine's precision (hf:...&dtype=)")  # fmt: skip
+                   help="eval, dagger, compare: the engine's precision (hf:...&dtype=); "
+                        "sft, rl: the trainer's (bf16 autocast over float32 weights)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="sft, rl: cpu, cuda or auto")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = parser()
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.stage == "data":

@@ -197,3 +197,11 @@ def test_run_label_names_the_checkpoint_and_its_prompt_not_the_greedy_settings()
     )
     inside = {"suite": "s", "agent": f"hf:{Path.cwd() / 'ckpt'}?temperature=0"}
     assert recipe.run_label(inside) == "s ckpt"
+
+
+def test_dtype_sets_the_trainers_precision_and_float32_stays_the_default(tmp_path: Path):
+    kept = str(tmp_path)
+    args = recipe.parser().parse_args(["rl", "--sft-checkpoint", kept, "--dtype", "bfloat16"])
+    assert recipe.rl_config(tmp_path, args, 1).model.precision == "bf16"
+    args = recipe.parser().parse_args(["sft"])
+    assert recipe.sft_config(tmp_path, args).model.precision == "fp32"
