@@ -451,14 +451,17 @@ def losses(out: Path) -> str:
 
 def successes(out: Path, stage: str, dtype: str = "float32") -> dict[str, bool]:
     """Task id -> success of ``stage``'s runs in ``dtype`` on both valid splits, from
-    ``eval.db``."""
+    ``eval.db``. A run is the stage's by the last two parts of its checkpoint's path
+    (``rl-1/final``, ``checkpoints/NAME``), so runs stored from a checkout at another path
+    still pair."""
     from agentgym.store import Store
 
     store = Store(out / "eval.db", read_only=True)
     won: dict[str, bool] = {}
+    wanted = Path(checkpoint(out, stage)).parts[-2:]  # a checkout elsewhere stores another root
     for run in store.runs():
         _, model, query = split_spec(str(run["agent"]))
-        if model == checkpoint(out, stage) and query.get("dtype", "float32") == dtype:
+        if Path(model).parts[-2:] == wanted and query.get("dtype", "float32") == dtype:
             won |= {r["task_id"]: bool(r["success"]) for r in store.episode_rows(run["id"])}
     store.close()
     return won

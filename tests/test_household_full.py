@@ -98,7 +98,7 @@ def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
     kept.mkdir()
     (kept / "adapter_config.json").write_text("{}")
     store = Store(tmp_path / "eval.db")
-    agent = f"hf:{recipe.checkpoint(tmp_path, str(kept))}?history=2"
+    agent = f"hf:/another/checkout/{tmp_path.name}/kept?history=2"  # another checkout
     store.start_run("kept", "kept", "household/valid_unseen", agent, {}, {}, None)
     for task in won:
         store.save_episode("kept", Episode(task_id=task, env_id="agentgym/Household-v0",
