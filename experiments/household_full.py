@@ -160,11 +160,13 @@ def _model(path: str, args: argparse.Namespace) -> dict[str, Any]:
     """SmolLM2 at ``path`` with LoRA on every projection of its top ``--lora-layers`` layers: the
     SFT stage and the RL stages train the same adapters, in ``--dtype`` (bfloat16: autocast over
     float32 weights, rollouts and updates alike)."""
+    from agentgym.train.config import PRECISION_DTYPES
+
     layers = 30  # SmolLM2-135M
     return {
         "path": path,
         "device": args.device,
-        "precision": {"float32": "fp32", "bfloat16": "bf16"}[args.dtype],
+        "precision": next(p for p, dtype in PRECISION_DTYPES.items() if dtype == args.dtype),
         "lora": {
             "r": args.lora_r,
             "alpha": 2 * args.lora_r,

@@ -32,6 +32,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+PRECISION_DTYPES: dict[str, str] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+"""The dtype each ``model.precision`` computes in, as vLLM and the local engine name it."""
+
+
 class ModelConfig(_Strict):
     """Which causal LM to train, where, and how."""
 

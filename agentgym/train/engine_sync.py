@@ -28,11 +28,9 @@ import torch
 
 from agentgym.train.batch import build_batch
 from agentgym.train.checkpoint import save_weights
-from agentgym.train.config import TrainConfig
+from agentgym.train.config import PRECISION_DTYPES, TrainConfig
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import is_peft, token_logprobs
-
-VLLM_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 class VLLMRollouts:
@@ -51,7 +49,7 @@ class VLLMRollouts:
             max_model_len=r.max_context_tokens,
             enable_lora=self.lora,
             max_lora_rank=cfg.model.lora.r if cfg.model.lora is not None else 16,
-            dtype=VLLM_DTYPES[cfg.model.precision],
+            dtype=PRECISION_DTYPES[cfg.model.precision],
             seed=cfg.seed,
             tokenizer=tokenizer,
         )
