@@ -442,6 +442,8 @@ def losses(out: Path) -> str:
             if not e.success:
                 mode = failure_mode([s.action for s in e.steps], [s.observation for s in e.steps])
                 count[mode, types[e.task_id]] += 1
+        if not count:  # nothing lost yet: no rows of zeros
+            continue
         for mode in LOSS_MODES:
             cells = [str(count[mode, k]) for k in TASK_TYPES]
             total = sum(count[mode, k] for k in TASK_TYPES)

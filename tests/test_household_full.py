@@ -205,3 +205,18 @@ def test_dtype_sets_the_trainers_precision_and_float32_stays_the_default(tmp_pat
     assert recipe.rl_config(tmp_path, args, 1).model.precision == "bf16"
     args = recipe.parser().parse_args(["sft"])
     assert recipe.sft_config(tmp_path, args).model.precision == "fp32"
+
+
+def test_losses_count_lost_episodes_by_mode_and_skip_runs_that_lost_none(tmp_path: Path):
+    tasks = TaskSuite.load("household/valid_unseen").tasks[:2]
+    store = Store(tmp_path / "eval.db")
+    for run, won in (("lost-one", [True, False]), ("won-all", [True, True])):
+        store.start_run(run, run, "household/valid_unseen", f"hf:/ckpt/{run}", {}, {}, None)
+        for task, success in zip(tasks, won, strict=True):
+            ep = Episode(task_id=task.id, env_id="agentgym/Household-v0", status="completed",
+                         success=success)  # fmt: skip
+            store.save_episode(run, ep)
+    store.close()
+    rows = recipe.losses(tmp_path).splitlines()[2:]
+    assert len(rows) == len(recipe.LOSS_MODES) and all("lost-one" in r for r in rows)
+    assert sum(int(r.split("|")[-2]) for r in rows) == 1
