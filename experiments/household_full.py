@@ -38,6 +38,10 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
 ``dagger`` DAgger's rows: the ``--stage`` checkpoint plays ``--episodes`` training tasks, and
           the searcher labels every state it reached (``dagger.jsonl``; train on them with
           ``experiments/household_verb_probe.py --extra``).
+``snapshot`` / ``restore`` (``--to DIR``): the stores and the newest checkpoint of each
+          training folder into a folder of the git tree, and back on a new machine, so a run
+          spanning sessions resumes where the last commit left it
+          (:mod:`experiments.run_snapshot`).
 ``keep``  copy a stage's adapters (``--stage``) to ``--to`` (in the git tree, a few MB), naming
           the base model ``smollm2`` rather than this machine's cache folder, so a new machine
           evaluates it (``eval --stage DIR``) or starts RL from it (``rl --sft-checkpoint DIR``).
@@ -578,11 +582,23 @@ def keep(out: Path, stage: str, to: Path) -> Path:
     return to
 
 
+def carry(stage: str, out: Path, to: Path) -> dict[str, Any]:
+    """``snapshot``: the stores of ``out`` and the newest checkpoint of every training folder
+    (``sft``, ``rl-SEED``) into ``to``, to commit; ``restore``: back into ``out`` on a new
+    machine, where the stage's own command then resumes (:mod:`experiments.run_snapshot`)."""
+    from experiments import run_snapshot
+
+    if stage == "restore":
+        return run_snapshot.restore(to, out)
+    training = sorted(p.name for p in out.glob("*") if p.name == "sft" or p.name.startswith("rl-"))
+    return run_snapshot.snapshot(out, to, training, base=MODEL)
+
+
 # ============================================================================ cli
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "losses", "compare",
-              "progress", "keep"]  # fmt: skip
+              "progress", "keep", "snapshot", "restore"]  # fmt: skip
     p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
@@ -611,7 +627,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stage", dest="eval_stage", default="sft",
                    help="eval, agree, dagger, keep: base, sft, rl-SEED, sft/step-N, or an "
                    "adapter folder")  # fmt: skip
-    p.add_argument("--to", type=Path, default=None, help="keep: the folder to copy to")
+    p.add_argument("--to", type=Path, default=None,
+                   help="keep: the folder to copy to; snapshot, restore: the snapshot's folder "
+                        "in the git tree")  # fmt: skip
     p.add_argument("--limit", type=int, default=None, help="eval: first N tasks of each split")
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
@@ -654,6 +672,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.to is None:
             p.error("keep needs --to FOLDER")
         print(keep(args.out, args.eval_stage, args.to))
+    elif args.stage in ("snapshot", "restore"):
+        if args.to is None:
+            p.error(f"{args.stage} needs --to FOLDER (the snapshot in the git tree)")
+        print(json.dumps(carry(args.stage, args.out, args.to), indent=1))
     else:
         print(table(args.out))
 
