@@ -572,13 +572,13 @@ def keep(out: Path, stage: str, to: Path) -> Path:
     any machine by ``agentgym model fetch smollm2``), not this machine's cache path."""
     import shutil
 
+    from experiments.run_snapshot import name_base
+
     source = Path(checkpoint(out, stage))
-    config = json.loads((source / "adapter_config.json").read_text())
     to.mkdir(parents=True, exist_ok=True)
     for name in KEPT:
         shutil.copyfile(source / name, to / name)
-    config["base_model_name_or_path"] = MODEL
-    (to / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    name_base(to, MODEL)
     return to
 
 

@@ -95,17 +95,23 @@ def restore_store(src: Path, db: Path) -> int:
     return added
 
 
-def _copy_checkpoint(source: Path, to: Path, base: str | None) -> None:
-    """Copy a checkpoint folder, naming the adapters' base ``base`` (a name any machine
-    resolves) instead of this machine's cache path."""
-    if to.exists():
-        shutil.rmtree(to)
-    shutil.copytree(source, to)
-    config = to / "adapter_config.json"
-    if base and config.is_file():
+def name_base(folder: Path, base: str) -> None:
+    """Name the adapters' base model ``base`` (a name any machine resolves, such as
+    ``smollm2``) instead of this machine's cache path."""
+    config = folder / "adapter_config.json"
+    if config.is_file():
         data = json.loads(config.read_text())
         data["base_model_name_or_path"] = base
         config.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _copy_checkpoint(source: Path, to: Path, base: str | None) -> None:
+    """Copy a checkpoint folder (replacing ``to``), its base named ``base`` if given."""
+    if to.exists():
+        shutil.rmtree(to)
+    shutil.copytree(source, to)
+    if base:
+        name_base(to, base)
 
 
 def snapshot_training(folder: Path, to: Path, base: str | None) -> list[str]:
