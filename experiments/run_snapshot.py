@@ -6,8 +6,8 @@ of the git tree, small and diff-stable; ``restore`` puts it back, so the same re
 goes on from there:
 
 - each store (``eval.db``, ``train.db``, ``dagger.db``), in a folder of its stem (``eval/``: git
-  ignores ``*.db``): its runs (``runs.json``) and, per run,
-  its episodes as gzipped JSONL (``agentgym export``'s rows with the task's tags) and its training metrics;
+  ignores ``*.db``): its runs (``runs.json``) and, per run, its episodes as gzipped JSONL
+  (``agentgym export``'s rows with the task's tags) and its training metrics;
 - each training folder named (``rl-1``, ``sft``): its newest ``step-N`` checkpoint (adapters,
   optimizer, RNG states: the step resumes exactly) and its ``final``, older steps dropped.
 """
