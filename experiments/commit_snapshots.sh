@@ -2,22 +2,20 @@
 # Commit a long run's snapshot (household_full snapshot) every EVERY seconds while it goes on,
 # within what one session may submit.
 #
-#   bash experiments/commit_snapshots.sh OUT TO SINCE [BUDGET_MB] [EVERY]
+#   bash experiments/commit_snapshots.sh OUT TO SINCE [BUDGET_MB] [EVERY]    # at the repo's root
 #
 # OUT: the run folder (/work/runs/household-rl); TO: its snapshot in the git tree
 # (experiments/runs/household-rl); SINCE: the commit this session started from (what has landed).
 #
-# Why a budget: a session's commits may add up to at most 256 MiB of diff text, binary patches
-# included, and a checkpoint (LoRA adapters, AdamW moments, RNG states: 15.7 MB) costs about
-# 40 MB of it each time it replaces the last one (the new files, plus the old ones removed, as
-# base85). A snapshot every 15 minutes that carried every RL step made one session's submission
-# too big, and none of it landed. So the episodes and metrics (a few hundred KB) are committed
-# every time, and a newer checkpoint only while the session's diffs so far plus its own stay
-# under BUDGET_MB (default 160); past it the snapshot keeps the checkpoint already committed.
+# Why a budget: a session's commits may add up to at most 256 MiB of diff text, and a checkpoint
+# (LoRA adapters, AdamW moments, RNG states, tokenizer: 19 MB) costs about 43 MiB of it each time
+# it replaces the last one (the new files plus the old ones removed, binary patches in base85), so
+# six RL steps snapshotted as they end are past the limit. One try of issue 35 submitted too much
+# and none of it landed. So the stores (episodes, metrics: a few hundred KB) are committed every
+# time, and a newer checkpoint only while the session's diffs since SINCE plus its own stay under
+# BUDGET_MB (default 160); past it the checkpoint already committed is kept.
 set -uo pipefail
 OUT=$1 TO=$2 SINCE=$3 BUDGET_MB=${4:-160} EVERY=${5:-900}
-cd "$(dirname "$0")/.."
-
 mib() { echo $(( $1 / 1048576 )); }
 
 # Sizes as the most literal count would take them: binary patches in full, renames not detected.

@@ -5,7 +5,10 @@ run resumed from the snapshot ends with the adapters of one that never stopped."
 from __future__ import annotations
 
 import json
+import os
+import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import torch
@@ -110,3 +113,60 @@ def test_training_resumed_from_a_snapshot_ends_where_an_unbroken_run_does(tiny_m
 
     run_snapshot.snapshot(run, to, ["rl-1"], base=str(tiny_model))
     assert sorted(p.name for p in (to / "rl-1").iterdir()) == ["final", "step-000002"]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout  # fmt: skip
+
+
+def _fake_step(folder: Path, step: int, seed: int) -> None:
+    """A checkpoint of incompressible bytes (git's binary patch of it is as large as a real one)."""
+    step_dir = folder / f"step-{step:06d}"
+    step_dir.mkdir(parents=True)
+    noise = random.Random(seed)
+    (step_dir / "adapter_model.safetensors").write_bytes(noise.randbytes(700_000))
+    (step_dir / "trainer_state.pt").write_bytes(noise.randbytes(700_000))
+
+
+def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_path):
+    """``experiments/commit_snapshots.sh``: the stores are committed every time, a newer
+    checkpoint only while the session's diffs stay under the budget (a try whose every-step
+    snapshots were too big did not land at all)."""
+    root = Path(__file__).resolve().parents[1]
+    repo, out = tmp_path / "repo", tmp_path / "out"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+         "-m", "landed")  # fmt: skip
+    since = _git(repo, "rev-parse", "HEAD").strip()
+    suite = TaskSuite.load("household/valid_unseen").filter(limit=3)
+    agentgym.evaluate(suite.filter(limit=1), "expert", db=out / "eval.db")
+    _fake_step(out / "rl-1", 1, seed=1)
+
+    def loop_once(budget_mib: int) -> list[str]:
+        env = {**os.environ, "PYTHONPATH": str(root), "GIT_AUTHOR_NAME": "t",
+               "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+        subprocess.run(["bash", str(root / "experiments/commit_snapshots.sh"), str(out),
+                        "snap", since, str(budget_mib), "once"],
+                       cwd=repo, env=env, check=True, capture_output=True)  # fmt: skip
+        assert _git(repo, "status", "--porcelain") == ""  # nothing left half-done
+        return sorted(_git(repo, "ls-files", "snap").split())
+
+    first = loop_once(budget_mib=50)
+    assert "snap/rl-1/step-000001/trainer_state.pt" in first
+    assert any(name.startswith("snap/eval/") and name.endswith(".jsonl.gz") for name in first)
+
+    agentgym.evaluate(suite, "expert", db=out / "eval.db")  # a second run, of three episodes
+    _fake_step(out / "rl-1", 2, seed=2)
+    held = loop_once(budget_mib=2)  # the first commit already used about 1.9 MiB
+    assert "snap/rl-1/step-000001/trainer_state.pt" in held
+    assert not any("step-000002" in name for name in held)
+    assert _git(repo, "log", "-1", "--format=%s").find("checkpoints held") > 0
+    restored = tmp_path / "restored"
+    assert run_snapshot.restore(repo / "snap", restored)["eval.db"] == 1 + 3
+    assert (restored / "rl-1" / "step-000001").is_dir()
+
+    after = loop_once(budget_mib=50)
+    assert "snap/rl-1/step-000002/trainer_state.pt" in after
+    assert not any("step-000001" in name for name in after)
