@@ -322,13 +322,16 @@ class Store:
         return Episode(**fields, steps=steps)
 
     # ------------------------------------------------------------------ training metrics
-    def save_train_metrics(self, run_id: str, step: int, metrics: dict[str, float]) -> None:
-        """Record one training step's metrics (table ``train_metrics``, created on first use).
+    def save_train_metrics(
+        self, run_id: str, step: int, metrics: dict[str, float], at: float | None = None
+    ) -> None:
+        """Record one training step's metrics (table ``train_metrics``, created on first use),
+        written now or ``at`` (a restored step keeps its time).
 
         Long format, one row per (run, step, name): new metrics need no schema change, and a
         resumed run that repeats a step replaces its rows.
         """
-        now = time.time()
+        now = time.time() if at is None else at
         rows = [(run_id, step, name, float(value), now) for name, value in metrics.items()]
         with self.db.conn as conn:
             conn.execute(_TRAIN_METRICS)

@@ -86,11 +86,13 @@ def restore_store(src: Path, db: Path) -> int:
         if metrics.is_file():
             have = {m["step"] for m in store.train_metrics(run["id"])}
             by_step: dict[int, dict[str, float]] = {}
+            written: dict[int, float] = {}
             for m in json.loads(metrics.read_text()):
                 if m["step"] not in have:
                     by_step.setdefault(m["step"], {})[m["name"]] = m["value"]
+                    written[m["step"]] = m["time"]
             for step, values in sorted(by_step.items()):
-                store.save_train_metrics(run["id"], step, values)
+                store.save_train_metrics(run["id"], step, values, at=written[step])
     store.close()
     return added
 

@@ -110,8 +110,12 @@ def test_training_resumed_from_a_snapshot_ends_where_an_unbroken_run_does(tiny_m
     metrics = Store(run / "train.db", read_only=True)
     (stored,) = metrics.runs()
     assert sorted({m["step"] for m in metrics.train_metrics(stored["id"])}) == [1, 2]
-
+    metrics_file = to / "train" / f"{stored['id']}.metrics.json"
+    committed = metrics_file.read_bytes()
     run_snapshot.snapshot(run, to, ["rl-1"], base=str(tiny_model))
+    again = json.loads(metrics_file.read_bytes())
+    step_1 = [m for m in again if m["step"] == 1]
+    assert step_1 == [m for m in json.loads(committed) if m["step"] == 1]  # its time kept
     assert sorted(p.name for p in (to / "rl-1").iterdir()) == ["final", "step-000002"]
 
 
