@@ -9,7 +9,8 @@ goes on from there:
   ignores ``*.db``): its runs (``runs.json``) and, per run, its episodes as gzipped JSONL
   (``agentgym export``'s rows with the task's tags) and its training metrics;
 - each training folder named (``rl-1``, ``sft``): its newest ``step-N`` checkpoint (adapters,
-  optimizer, RNG states: the step resumes exactly) and its ``final``, older steps dropped.
+  optimizer, RNG states: the step resumes exactly), or its ``final`` once the run has one; the
+  one before is dropped (each costs git about 20 MB: see ``experiments/commit_snapshots.sh``).
 """
 
 from __future__ import annotations
@@ -117,19 +118,17 @@ def _copy_checkpoint(source: Path, to: Path, base: str | None) -> None:
 
 
 def snapshot_training(folder: Path, to: Path, base: str | None) -> list[str]:
-    """The newest ``step-N`` of ``folder`` and its ``final`` into ``to`` (older steps there
-    removed); returns what was copied."""
+    """``folder``'s ``final`` into ``to`` once it has one (a finished run resumes from nothing
+    else), else its newest ``step-N``; what ``to`` held before is removed. Returns what was
+    copied."""
     copied: list[str] = []
-    newest = checkpoint.latest(folder)
+    newest = folder / "final" if (folder / "final").is_dir() else checkpoint.latest(folder)
     if newest is not None and not (to / newest.name / checkpoint.STATE_FILE).is_file():
         _copy_checkpoint(newest, to / newest.name, base)
         copied.append(newest.name)
-    for old in to.glob("step-*"):
+    for old in to.glob("*"):
         if newest is None or old.name != newest.name:
             shutil.rmtree(old)
-    if (folder / "final").is_dir() and not (to / "final").is_dir():
-        _copy_checkpoint(folder / "final", to / "final", base)
-        copied.append("final")
     return copied
 
 
