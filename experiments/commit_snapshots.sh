@@ -16,10 +16,12 @@
 # and none of it landed. So the stores (episodes, metrics: a few hundred KB) are committed every
 # time, and newer checkpoints at most every CKPT_EVERY seconds and only while the session's diffs
 # since SINCE plus their own stay under BUDGET_MB (default 160); otherwise the checkpoints already
-# committed are kept, and a session's end loses at most the steps since.
+# committed are kept, and a session's end loses at most the steps since. A snapshot commit made
+# right after another amends it, so checkpoints superseded within the session are not counted.
 set -uo pipefail
 OUT=$1 TO=$2 SINCE=$3 BUDGET_MB=${4:-160} EVERY=${5:-900} CKPT_EVERY=${6:-3600}
 STORES=(":(exclude)$TO/eval" ":(exclude)$TO/train" ":(exclude)$TO/dagger")
+SUBJECT="household-rl run snapshot"
 last_checkpoints=""  # SECONDS at the last commit that carried checkpoints
 
 mib() { echo $(($1 / 1048576)); }
@@ -30,9 +32,14 @@ diff_bytes() { git "$1" -p --binary --no-renames "${@:2}" | wc -c; }
 commit_once() {
     python -m experiments.household_full snapshot --out "$OUT" --to "$TO" >/dev/null
     git add -A -- "$TO"
-    local used pending note
-    used=$(diff_bytes log "$SINCE"..HEAD)
-    pending=$(diff_bytes diff --cached -- "$TO")
+    # A snapshot on top of this session's last one replaces it (amend): the checkpoints it carried and
+    # that are now superseded then cost nothing.
+    local base=HEAD amend=() used pending note
+    if git log -1 --format=%s | grep -q "^$SUBJECT" && ! git merge-base --is-ancestor HEAD "$SINCE"; then
+        base=HEAD~1 amend=(--amend)  # never a commit that has landed
+    fi
+    used=$(diff_bytes log "$SINCE".."$base")
+    pending=$(diff_bytes diff --cached "$base" -- "$TO")
     note="session diffs $(mib $((used + pending))) MiB of $BUDGET_MB"
     if ! git diff --cached --quiet -- "$TO" "${STORES[@]}"; then
         if [ -n "$last_checkpoints" ] && [ $((SECONDS - last_checkpoints)) -lt "$CKPT_EVERY" ]; then
@@ -49,8 +56,8 @@ commit_once() {
         fi
     fi
     if ! git diff --cached --quiet -- "$TO"; then
-        git commit -q -m "household-rl run snapshot $(date -u +%H:%M) UTC: $note" -- "$TO"
-        echo "$(date -u +%H:%M) committed: $note"
+        git commit -q "${amend[@]}" -m "$SUBJECT $(date -u +%H:%M) UTC: $note" -- "$TO"
+        echo "$(date -u +%H:%M) committed${amend[*]:+ (amending the last snapshot)}: $note"
     fi
 }
 

@@ -124,9 +124,9 @@ def test_training_resumed_from_a_snapshot_ends_where_an_unbroken_run_does(tiny_m
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout  # fmt: skip
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env=env).stdout  # fmt: skip
 
 
 def _fake_step(folder: Path, step: int, seed: int) -> None:
@@ -141,41 +141,52 @@ def _fake_step(folder: Path, step: int, seed: int) -> None:
 def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_path):
     """``experiments/commit_snapshots.sh``: the stores are committed every time, a newer
     checkpoint only while the session's diffs stay under the budget (a try whose every-step
-    snapshots were too big did not land at all)."""
+    snapshots were too big did not land at all), and a snapshot right after this session's last
+    one replaces it, never one that has landed."""
     root = Path(__file__).resolve().parents[1]
     repo, out = tmp_path / "repo", tmp_path / "out"
     repo.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(root), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
     _git(repo, "init", "-q")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-         "-m", "landed")  # fmt: skip
-    since = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "landed", env=env)
     suite = TaskSuite.load("household/valid_unseen").filter(limit=3)
     agentgym.evaluate(suite.filter(limit=1), "expert", db=out / "eval.db")
     _fake_step(out / "rl-1", 1, seed=1)
 
-    def loop_once(budget_mib: int) -> list[str]:
-        env = {**os.environ, "PYTHONPATH": str(root), "GIT_AUTHOR_NAME": "t",
-               "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    def loop_once(budget_mib: int, since: str = "HEAD~0") -> list[str]:
+        since = _git(repo, "rev-parse", since).strip()
         subprocess.run(["bash", str(root / "experiments/commit_snapshots.sh"), str(out),
                         "snap", since, str(budget_mib), "once"],
                        cwd=repo, env=env, check=True, capture_output=True)  # fmt: skip
         assert _git(repo, "status", "--porcelain") == ""  # nothing left half-done
         return sorted(_git(repo, "ls-files", "snap").split())
 
-    first = loop_once(budget_mib=50)
+    def commits() -> int:
+        return int(_git(repo, "rev-list", "--count", "HEAD"))
+
+    first = loop_once(budget_mib=50, since="HEAD")
     assert "snap/rl-1/step-000001/trainer_state.pt" in first
     assert any(name.startswith("snap/eval/") and name.endswith(".jsonl.gz") for name in first)
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "code", env=env)
 
     agentgym.evaluate(suite, "expert", db=out / "eval.db")  # a second run, of three episodes
     _fake_step(out / "rl-1", 2, seed=2)
-    held = loop_once(budget_mib=2)  # the first commit already used about 1.9 MiB
+    held = loop_once(budget_mib=2, since="HEAD~2")  # the first snapshot used about 1.9 MiB
     assert "snap/rl-1/step-000001/trainer_state.pt" in held
     assert not any("step-000002" in name for name in held)
     assert _git(repo, "log", "-1", "--format=%s").find("checkpoints held") > 0
+    assert commits() == 4
     restored = tmp_path / "restored"
     assert run_snapshot.restore(repo / "snap", restored)["eval.db"] == 1 + 3
     assert (restored / "rl-1" / "step-000001").is_dir()
 
-    after = loop_once(budget_mib=50)
+    after = loop_once(budget_mib=50, since="HEAD~3")
     assert "snap/rl-1/step-000002/trainer_state.pt" in after
     assert not any("step-000001" in name for name in after)
+    assert commits() == 4  # the held snapshot replaced, not followed
+
+    _fake_step(out / "rl-1", 3, seed=3)
+    landed = _git(repo, "rev-parse", "HEAD").strip()
+    loop_once(budget_mib=50, since="HEAD")  # the last snapshot has landed: a new commit
+    assert commits() == 5 and _git(repo, "rev-parse", "HEAD~1").strip() == landed
