@@ -154,7 +154,7 @@ def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_p
     agentgym.evaluate(suite.filter(limit=1), "expert", db=out / "eval.db")
     _fake_step(out / "rl-1", 1, seed=1)
 
-    def loop_once(budget_mib: int, since: str = "HEAD~0") -> list[str]:
+    def loop_once(budget_mib: int, since: str) -> list[str]:
         since = _git(repo, "rev-parse", since).strip()
         subprocess.run(["bash", str(root / "experiments/commit_snapshots.sh"), str(out),
                         "snap", since, str(budget_mib), "once"],
