@@ -118,6 +118,15 @@ class BoundedHistory:
     def acted(self, action: str) -> None:
         self.actions.append(action)
 
+    def stalled(self) -> bool:
+        """The last two steps are the same: one command, answered twice with the same text (the
+        current observation is the second answer)."""
+        return (
+            len(self.actions) >= 2
+            and self.actions[-1] == self.actions[-2]
+            and self.observations[-1] == self.observations[-2]
+        )
+
     @classmethod
     def maybe(cls, history: int | None, notes: str | None = None) -> BoundedHistory | None:
         """A bounded context of ``history`` steps, or None (the linear chat) for None."""

@@ -52,11 +52,20 @@ class ChatAgentConfig(BaseModel):
     notes: str | None = None
     """Notes in the bounded context (``?notes=household``): one line rebuilt every turn from the
     episode's own text (:data:`agentgym.bounded_context.NOTES`); needs ``history``."""
+    unstick: float | None = Field(default=None, gt=0)
+    """Temperature of a turn after two identical steps, the same command answered with the same
+    text twice running (``?unstick=1``; :meth:`BoundedHistory.stalled`). A greedy policy whose
+    prompt then changes only in its step numbers answers the same again, so a command that
+    changes nothing (``Nothing happens.``) repeats until the turn limit; such a turn samples
+    instead, seeded like every turn. None: every turn at ``temperature``; needs ``history``."""
 
     @model_validator(mode="after")
-    def _notes_need_a_bounded_context(self) -> ChatAgentConfig:
-        if self.notes is not None and self.history is None:
-            raise ValueError("notes go in a bounded context: set history=K too (e.g. history=2)")
+    def _bounded_options_need_history(self) -> ChatAgentConfig:
+        for option in ("notes", "unstick"):
+            if getattr(self, option) is not None and self.history is None:
+                raise ValueError(
+                    f"{option} needs a bounded context: set history=K too (e.g. history=2)"
+                )
         check_notes(self.notes)
         return self
 
@@ -202,13 +211,19 @@ class ChatAgent:
         messages, history = self._window()
         request = ChatRequest(
             messages=messages,
-            temperature=self.config.temperature,
+            temperature=self.temperature(),
             max_tokens=self.max_tokens,
             stop=self.stop,
             tools=self.tools,
             seed=turn_seed(self.seed, self.turn, attempt),
         )
         return request, history
+
+    def temperature(self) -> float:
+        """This turn's: ``unstick``'s after two identical steps, else ``temperature``."""
+        if self.config.unstick is not None and self.bounded is not None and self.bounded.stalled():
+            return self.config.unstick
+        return self.config.temperature
 
     def _window(self) -> tuple[list[Message], str | None]:
         """System prompt, few-shot and first observation always; then the newest exchanges: the

@@ -341,8 +341,9 @@ def agent_spec(out: Path, stage: str, args: argparse.Namespace) -> str:
     """The stage's checkpoint as a greedy ``hf:`` agent with the bounded prompt of its rows."""
     notes = f"&notes={args.notes}" if args.notes else ""
     precision = f"&dtype={args.dtype}" if args.dtype != "float32" else ""
+    unstick = f"&unstick={args.unstick:g}" if args.unstick else ""
     return (f"hf:{checkpoint(out, stage)}?history={args.history}{notes}"
-            f"&temperature=0&max_format_errors=0{precision}")  # fmt: skip
+            f"&temperature=0&max_format_errors=0{precision}{unstick}")  # fmt: skip
 
 
 def cli_eval(
@@ -457,11 +458,13 @@ def losses(out: Path) -> str:
     return "\n".join(lines)
 
 
-def successes(out: Path, stage: str, dtype: str = "float32") -> dict[str, bool]:
-    """Task id -> success of ``stage``'s runs in ``dtype`` on both valid splits, from
-    ``eval.db``. A run is the stage's by the last two parts of its checkpoint's path
-    (``rl-1/final``, ``checkpoints/NAME``), so runs stored from a checkout at another path
-    still pair."""
+def successes(
+    out: Path, stage: str, dtype: str = "float32", unstick: float | None = None
+) -> dict[str, bool]:
+    """Task id -> success of ``stage``'s runs in ``dtype`` (and ``unstick``, None: greedy
+    throughout) on both valid splits, from ``eval.db``. A run is the stage's by the last two
+    parts of its checkpoint's path (``rl-1/final``, ``checkpoints/NAME``), so runs stored from
+    a checkout at another path still pair."""
     from agentgym.store import Store
 
     store = Store(out / "eval.db", read_only=True)
@@ -469,23 +472,33 @@ def successes(out: Path, stage: str, dtype: str = "float32") -> dict[str, bool]:
     wanted = Path(checkpoint(out, stage)).parts[-2:]  # a checkout elsewhere stores another root
     for run in store.runs():
         _, model, query = split_spec(str(run["agent"]))
-        if Path(model).parts[-2:] == wanted and query.get("dtype", "float32") == dtype:
+        if (
+            Path(model).parts[-2:] == wanted
+            and query.get("dtype", "float32") == dtype
+            and query.get("unstick") == (None if unstick is None else f"{unstick:g}")
+        ):
             won |= {r["task_id"]: bool(r["success"]) for r in store.episode_rows(run["id"])}
     store.close()
     return won
 
 
-def compare(out: Path, seeds: list[int], dtype: str = "float32", sft_stage: str = "sft") -> str:
+def compare(
+    out: Path,
+    seeds: list[int],
+    dtype: str = "float32",
+    sft_stage: str = "sft",
+    unstick: float | None = None,
+) -> str:
     """The primary figure: per seed, RL minus SFT success paired per task over the tasks both
-    played (274 when complete), every arm evaluated in ``dtype``; the t-interval of those means
-    over the seeds. ``sft_stage`` is where RL started: the sft stage, or a kept copy's folder
-    (``rl --sft-checkpoint``)."""
+    played (274 when complete), every arm evaluated in ``dtype`` and with ``unstick``; the
+    t-interval of those means over the seeds. ``sft_stage`` is where RL started: the sft stage,
+    or a kept copy's folder (``rl --sft-checkpoint``)."""
     from experiments.results import t_interval
 
-    sft = successes(out, sft_stage, dtype)
+    sft = successes(out, sft_stage, dtype, unstick)
     lines, diffs = [], []
     for seed in seeds:
-        rl = successes(out, f"rl-{seed}", dtype)
+        rl = successes(out, f"rl-{seed}", dtype, unstick)
         shared = sorted(set(sft) & set(rl))
         if not shared:
             lines.append(f"seed {seed}: not evaluated")
@@ -638,6 +651,9 @@ def parser() -> argparse.ArgumentParser:
                    help="eval, dagger, compare: the engine's precision (hf:...&dtype=); "
                         "sft, rl: the trainer's (bf16 autocast over float32 weights)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="sft, rl: cpu, cuda or auto")
+    p.add_argument("--unstick", type=float, default=None,
+                   help="eval, compare: sample at this temperature after two identical steps "
+                        "(hf:...&unstick=); default greedy throughout")  # fmt: skip
     return p
 
 
@@ -659,7 +675,8 @@ def main(argv: list[str] | None = None) -> None:
     elif args.stage == "eval":
         run_eval(args.out, args.eval_stage, args)
     elif args.stage == "compare":
-        print(compare(args.out, args.seeds, args.dtype, str(args.sft_checkpoint or "sft")))
+        sft = str(args.sft_checkpoint or "sft")
+        print(compare(args.out, args.seeds, args.dtype, sft, args.unstick))
     elif args.stage == "losses":
         print(losses(args.out))
     elif args.stage == "progress":

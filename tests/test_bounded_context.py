@@ -8,9 +8,10 @@ import pytest
 
 from agentgym.agents.context import play_rows
 from agentgym.bounded_context import BoundedHistory, bounded_prompt
-from agentgym.chat_agent import chat_agent
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig, chat_agent
 from agentgym.envs.household.env import HouseholdEnv
 from agentgym.task import TaskSuite
+from agentgym.testing import ScriptedClient
 
 
 def test_prompt_shows_task_last_k_steps_observation_and_actions():
@@ -106,10 +107,32 @@ def test_history_option_is_checked():
         chat_agent("hf:nowhere?history=-1", None)
     with pytest.raises(ValueError, match="set history=K too"):
         chat_agent("hf:nowhere?notes=household", None)
+    with pytest.raises(ValueError, match="unstick needs a bounded context: set history=K too"):
+        chat_agent("hf:nowhere?unstick=1", None)
+    with pytest.raises(ValueError, match="unstick"):
+        chat_agent("hf:nowhere?history=2&unstick=0", None)
     with pytest.raises(ValueError, match="unknown notes 'diary'; registered: household"):
         chat_agent("hf:nowhere?history=2&notes=diary", None)
     with pytest.raises(ValueError, match="unknown notes"):
         BoundedHistory(2, "diary")
+
+
+def test_unstick_samples_the_turns_after_two_identical_steps():
+    """``?unstick=1``: greedy until one command has been answered twice running with the same
+    text (``Nothing happens.``); every turn after that samples at temperature 1, until the
+    steps differ again."""
+    task = next(iter(TaskSuite.load("household/valid_unseen")))
+    env = HouseholdEnv()
+    replies = ["examine nothing"] * 4 + ["look", "inventory"]
+    client = ScriptedClient(replies)
+    agent = ChatAgent(client, env, ChatAgentConfig(history=2, unstick=1.0, max_format_errors=0))
+    obs, info = env.reset(seed=0, options={"task": task})
+    agent.reset(info)
+    for _ in replies:
+        action = agent.act(obs, info)
+        obs, _, _, _, info = env.step(action.text)
+        assert action.text != "examine nothing" or obs == "Nothing happens."
+    assert [r.temperature for r in client.requests] == [0.0, 0.0, 1.0, 1.0, 1.0, 0.0]
 
 
 def test_household_notes_keep_what_scrolled_out_of_the_window():
@@ -226,6 +249,10 @@ def test_trainer_config_needs_step_rows_for_a_bounded_context():
     cfg = TrainConfig.model_validate({**base, "algo": {"layout": "step"}})
     assert cfg.rollout.history == 2
     step = {"algo": {"layout": "step"}}
+    with pytest.raises(ValueError, match="unstick needs a bounded context: set history=K too"):
+        chat_agent("hf:nowhere?unstick=1", None)
+    with pytest.raises(ValueError, match="unstick"):
+        chat_agent("hf:nowhere?history=2&unstick=0", None)
     with pytest.raises(ValueError, match="unknown notes 'diary'; registered: household"):
         TrainConfig.model_validate({**base, **step, "rollout": {"history": 2, "notes": "diary"}})
     with pytest.raises(ValueError, match="set rollout.history"):

@@ -88,8 +88,14 @@ def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
     for task in won:  # another precision plays other episodes: never paired with float32's
         ep = Episode(task_id=task, env_id="agentgym/Household-v0", status="completed")
         store.save_episode("rl-1-bf16", ep)
+    unstuck = f"hf:{recipe.checkpoint(tmp_path, 'rl-1')}?history=2&unstick=1"
+    store.start_run("rl-1-unstick", "rl-1", "household/valid_unseen", unstuck, {}, {}, None)
+    for task in won:  # sampling after a stall is another arm: never paired with greedy runs
+        ep = Episode(task_id=task, env_id="agentgym/Household-v0", status="completed")
+        store.save_episode("rl-1-unstick", ep)
     store.close()
     assert recipe.compare(tmp_path, [1], "bfloat16") == "seed 1: not evaluated"
+    assert recipe.compare(tmp_path, [1], unstick=1.0) == "seed 1: not evaluated"
     text = recipe.compare(tmp_path, [1, 2])
     assert "seed 1: +25.0 points on 4 tasks (RL only 2, SFT only 1)" in text
     assert "seed 2: +25.0 points on 4 tasks (RL only 1, SFT only 0)" in text
@@ -152,7 +158,7 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
     import json
 
     args = argparse.Namespace(episodes=6, seed=0, history=2, notes="household", limit=None,
-                              concurrency=6, threads=1, dtype="float32")  # fmt: skip
+                              concurrency=6, threads=1, dtype="float32", unstick=None)  # fmt: skip
     stats = recipe.run_dagger(tmp_path, str(tiny_model), args)
     rows = [json.loads(line) for line in (tmp_path / "dagger.jsonl").read_text().splitlines()]
     store = Store(tmp_path / "dagger.db", read_only=True)
