@@ -338,7 +338,8 @@ def checkpoint(out: Path, stage: str) -> str:
 
 
 def agent_spec(out: Path, stage: str, args: argparse.Namespace) -> str:
-    """The stage's checkpoint as a greedy ``hf:`` agent with the bounded prompt of its rows."""
+    """The stage's checkpoint as a greedy ``hf:`` agent with the bounded prompt of its rows
+    (``--unstick T``: sampling at T after two identical steps)."""
     notes = f"&notes={args.notes}" if args.notes else ""
     precision = f"&dtype={args.dtype}" if args.dtype != "float32" else ""
     unstick = f"&unstick={args.unstick:g}" if args.unstick else ""
