@@ -31,6 +31,8 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
 ``table`` success per split and task type for every evaluated stage, from ``eval.db``.
 ``losses`` the lost episodes of every evaluated stage by failure mode (:func:`failure_mode`)
           and task type, from ``eval.db``.
+``onpolicy`` how often each evaluated stage's commands are the searcher's in its own episodes
+          (won, lost, at decision states): :func:`on_policy`.
 ``compare`` RL minus SFT paired per task on both splits, per seed, and the t-interval over the
           seeds (the plan in docs/results.md).
 ``progress`` each training run's steps so far (SFT: NLL of the searcher's commands; RL: success)
@@ -374,10 +376,14 @@ def task_types() -> dict[str, str]:
     return {t.id: t.config["task_type"] for s in SPLITS for t in TaskSuite.load(f"household/{s}")}
 
 
+def markdown_header(*names: str) -> list[str]:
+    """A markdown table's header lines."""
+    return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
+
+
 def type_columns(*first: str) -> list[str]:
     """A markdown table's header: ``first`` columns, one per task type, then ``all``."""
-    names = [*first, *(SHORT[k] for k in TASK_TYPES), "all"]
-    return ["| " + " | ".join(names) + " |", "|---" * len(names) + "|"]
+    return markdown_header(*first, *(SHORT[k] for k in TASK_TYPES), "all")
 
 
 def run_label(run: dict[str, Any]) -> str:
@@ -455,6 +461,39 @@ def losses(out: Path) -> str:
             total = sum(count[mode, k] for k in TASK_TYPES)
             lines.append(f"| {run_label(run)} | {mode} | " + " | ".join(cells)
                          + f" | {total} |")  # fmt: skip
+    store.close()
+    return "\n".join(lines)
+
+
+def on_policy(out: Path, history: int = 2, notes: str | None = None) -> str:
+    """How often each evaluated run's commands are the searcher's, in the run's own episodes:
+    every state it reached is replayed and labelled (:func:`~agentgym.agents.context.relabel_rows`),
+    counted apart in won and lost episodes and at decision states (:func:`is_decision`). The
+    searcher is one good policy among several, so this is a floor on a command being right;
+    what it shows is the gap between the learner's states and the demonstrations' (teacher-
+    forced agreement: the ``agree`` stage)."""
+    from agentgym.agents.context import relabel_rows
+    from agentgym.envs.household.searcher import next_command
+    from agentgym.store import Store
+
+    store = Store(out / "eval.db", read_only=True)
+    lines = markdown_header("run", "won episodes", "lost episodes", "decision states")
+    tasks: dict[str, dict[str, Task]] = {}
+    for run in store.runs():
+        if run["suite"] not in tasks:
+            tasks[run["suite"]] = {t.id: t for t in TaskSuite.load(run["suite"])}
+        agree: dict[str, list[bool]] = defaultdict(list)
+        for e in store.episodes(run["id"]):
+            actions = [s.action for s in e.steps]
+            task = tasks[run["suite"]][e.task_id]
+            for row in relabel_rows(HouseholdEnv(), task, actions, next_command, history, notes):
+                same = row["learner"] == row["messages"][1]["content"]
+                agree["won episodes" if e.success else "lost episodes"].append(same)
+                if is_decision(row):
+                    agree["decision states"].append(same)
+        cells = [f"{sum(v)}/{len(v)} ({100 * sum(v) / max(len(v), 1):.1f}%)"
+                 for v in (agree["won episodes"], agree["lost episodes"], agree["decision states"])]  # fmt: skip
+        lines.append(f"| {run_label(run)} | " + " | ".join(cells) + " |")
     store.close()
     return "\n".join(lines)
 
@@ -612,7 +651,7 @@ def carry(stage: str, out: Path, to: Path) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "losses", "compare",
-              "progress", "keep", "snapshot", "restore"]  # fmt: skip
+              "progress", "onpolicy", "keep", "snapshot", "restore"]  # fmt: skip
     p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
@@ -682,6 +721,8 @@ def main(argv: list[str] | None = None) -> None:
         print(losses(args.out))
     elif args.stage == "progress":
         print(progress(args.out))
+    elif args.stage == "onpolicy":
+        print(on_policy(args.out, args.history, args.notes))
     elif args.stage == "agree":
         print(agreement(args.out, args.eval_stage, args))
     elif args.stage == "dagger":

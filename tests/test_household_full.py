@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agentgym.envs.household.goals import TASK_TYPES
 from agentgym.envs.household.searcher import next_command
-from agentgym.episode import Episode
+from agentgym.episode import Episode, Step
 from agentgym.store import Store
 from agentgym.task import TaskSuite
 from experiments import household_full as recipe
@@ -226,3 +226,25 @@ def test_losses_count_lost_episodes_by_mode_and_skip_runs_that_lost_none(tmp_pat
     rows = recipe.losses(tmp_path).splitlines()[2:]
     assert len(rows) == len(recipe.LOSS_MODES) and all("lost-one" in r for r in rows)
     assert sum(int(r.split("|")[-2]) for r in rows) == 1
+
+
+def test_on_policy_agreement_counts_the_searchers_own_episode_as_all_agreeing(tmp_path: Path):
+    """The searcher's won episode agrees at every state; a learner that only repeats `look`
+    agrees nowhere, and its states are counted as a lost episode's."""
+    task = TaskSuite.load("household/valid_unseen").tasks[0]
+    rows = recipe.searcher_rows(task, history=2)
+    assert rows is not None
+    store = Store(tmp_path / "eval.db")
+    for run, actions, won in (
+        ("searcher", [r["messages"][1]["content"] for r in rows], True),
+        ("looker", ["look"] * 4, False),
+    ):
+        store.start_run(run, run, "household/valid_unseen", f"hf:/ckpt/{run}", {}, {}, None)
+        steps = [Step(t=i, action=a, observation="", reward=0.0) for i, a in enumerate(actions)]
+        store.save_episode(run, Episode(task_id=task.id, env_id="agentgym/Household-v0",
+                                        status="completed", success=won, steps=steps))  # fmt: skip
+    store.close()
+    searcher, looker = recipe.on_policy(tmp_path).splitlines()[2:]
+    n = len(rows)
+    assert f"| {n}/{n} (100.0%) | 0/0 (0.0%) |" in searcher
+    assert "| 0/0 (0.0%) | 0/4 (0.0%) |" in looker
