@@ -34,7 +34,7 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
 ``onpolicy`` how often each evaluated stage's commands are the searcher's in its own episodes
           (won, lost, at decision states): :func:`on_policy`.
 ``compare`` RL minus SFT paired per task on both splits, per seed, and the t-interval over the
-          seeds (the plan in docs/results.md).
+          seeds (the plan in docs/results.md); then the same on each split alone.
 ``progress`` each training run's steps so far (SFT: NLL of the searcher's commands; RL: success)
           and seconds per step, from ``train.db``.
 ``dagger`` DAgger's rows: the ``--stage`` checkpoint plays ``--episodes`` training tasks, and
@@ -528,14 +528,19 @@ def compare(
     dtype: str = "float32",
     sft_stage: str = "sft",
     unstick: float | None = None,
+    split: str | None = None,
 ) -> str:
     """The primary figure: per seed, RL minus SFT success paired per task over the tasks both
     played (274 when complete), every arm evaluated in ``dtype`` and with ``unstick``; the
     t-interval of those means over the seeds. ``sft_stage`` is where RL started: the sft stage,
-    or a kept copy's folder (``rl --sft-checkpoint``)."""
+    or a kept copy's folder (``rl --sft-checkpoint``). ``split`` (``valid_unseen``): that
+    split's tasks alone, a secondary figure."""
     from experiments.results import t_interval
 
     sft = successes(out, sft_stage, dtype, unstick)
+    if split is not None:
+        ids = {t.id for t in TaskSuite.load(f"household/{split}")}
+        sft = {t: won for t, won in sft.items() if t in ids}
     lines, diffs = [], []
     for seed in seeds:
         rl = successes(out, f"rl-{seed}", dtype, unstick)
@@ -717,6 +722,9 @@ def main(argv: list[str] | None = None) -> None:
     elif args.stage == "compare":
         sft = str(args.sft_checkpoint or "sft")
         print(compare(args.out, args.seeds, args.dtype, sft, args.unstick))
+        for split in SPLITS:  # the secondary figures
+            print(f"\n{split} alone:")
+            print(compare(args.out, args.seeds, args.dtype, sft, args.unstick, split))
     elif args.stage == "losses":
         print(losses(args.out))
     elif args.stage == "progress":

@@ -248,3 +248,27 @@ def test_on_policy_agreement_counts_the_searchers_own_episode_as_all_agreeing(tm
     n = len(rows)
     assert f"| {n}/{n} (100.0%) | 0/0 (0.0%) |" in searcher
     assert "| 0/0 (0.0%) | 0/4 (0.0%) |" in looker
+
+
+def test_compare_on_one_split_pairs_only_that_splits_tasks(tmp_path: Path):
+    unseen = TaskSuite.load("household/valid_unseen").tasks[:2]
+    seen = TaskSuite.load("household/valid_seen").tasks[:1]
+    won = {unseen[0].id: (False, True), unseen[1].id: (True, True), seen[0].id: (True, False)}
+    store = Store(tmp_path / "eval.db")
+    for k, stage in enumerate(["sft", "rl-1"]):
+        agent = f"hf:{recipe.checkpoint(tmp_path, stage)}?history=2"
+        store.start_run(stage, stage, "household/valid_unseen", agent, {}, {}, None)
+        for task, flags in won.items():
+            ep = Episode(task_id=task, env_id="agentgym/Household-v0", status="completed")
+            ep.success = flags[k]
+            store.save_episode(stage, ep)
+    store.close()
+    assert recipe.compare(tmp_path, [1]) == "seed 1: +0.0 points on 3 tasks (RL only 1, SFT only 1)"
+    assert (
+        recipe.compare(tmp_path, [1], split="valid_unseen")
+        == "seed 1: +50.0 points on 2 tasks (RL only 1, SFT only 0)"
+    )
+    assert (
+        recipe.compare(tmp_path, [1], split="valid_seen")
+        == "seed 1: -100.0 points on 1 tasks (RL only 0, SFT only 1)"
+    )
