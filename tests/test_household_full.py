@@ -67,6 +67,19 @@ def test_task_draw_covers_every_type_evenly():
     assert [t.id for t in recipe.pick_tasks(12, seed=0)] == [t.id for t in tasks]
 
 
+def store_stages(
+    store: Store, out: Path, stages: list[str], won: dict[str, tuple[bool, ...]]
+) -> None:
+    """One run per stage (its greedy ``hf:`` spec), with task -> success flags, one per stage."""
+    for k, stage in enumerate(stages):
+        agent = f"hf:{recipe.checkpoint(out, stage)}?history=2"
+        store.start_run(stage, stage, "household/valid_unseen", agent, {}, {}, None)
+        for task, flags in won.items():
+            ep = Episode(task_id=task, env_id="agentgym/Household-v0", status="completed")
+            ep.success = flags[k]
+            store.save_episode(stage, ep)
+
+
 def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
     store = Store(tmp_path / "eval.db")
     won = {  # task -> success: SFT, seed 1, seed 2
@@ -76,13 +89,7 @@ def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
         "d": (True, False, True),
     }
     stages = ["sft", "rl-1", "rl-2"]
-    for k, stage in enumerate(stages):
-        agent = f"hf:{recipe.checkpoint(tmp_path, stage)}?history=2"
-        store.start_run(stage, stage, "household/valid_unseen", agent, {}, {}, None)
-        for task, flags in won.items():
-            ep = Episode(task_id=task, env_id="agentgym/Household-v0", status="completed")
-            ep.success = flags[k]
-            store.save_episode(stage, ep)
+    store_stages(store, tmp_path, stages, won)
     bf16 = f"hf:{recipe.checkpoint(tmp_path, 'rl-1')}?history=2&dtype=bfloat16"
     store.start_run("rl-1-bf16", "rl-1", "household/valid_unseen", bf16, {}, {}, None)
     for task in won:  # another precision plays other episodes: never paired with float32's
@@ -255,13 +262,7 @@ def test_compare_on_one_split_pairs_only_that_splits_tasks(tmp_path: Path):
     seen = TaskSuite.load("household/valid_seen").tasks[:1]
     won = {unseen[0].id: (False, True), unseen[1].id: (True, True), seen[0].id: (True, False)}
     store = Store(tmp_path / "eval.db")
-    for k, stage in enumerate(["sft", "rl-1"]):
-        agent = f"hf:{recipe.checkpoint(tmp_path, stage)}?history=2"
-        store.start_run(stage, stage, "household/valid_unseen", agent, {}, {}, None)
-        for task, flags in won.items():
-            ep = Episode(task_id=task, env_id="agentgym/Household-v0", status="completed")
-            ep.success = flags[k]
-            store.save_episode(stage, ep)
+    store_stages(store, tmp_path, ["sft", "rl-1"], won)
     store.close()
     assert recipe.compare(tmp_path, [1]) == "seed 1: +0.0 points on 3 tasks (RL only 1, SFT only 1)"
     assert (
