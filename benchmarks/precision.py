@@ -121,9 +121,10 @@ def main() -> None:
     import torch
 
     from agentgym.llm.engine import LocalEngine
-    from agentgym.llm.engines import DTYPES
+    from agentgym.llm.engines import DTYPES, native_bf16
 
     torch.set_num_threads(args.threads)
+    print(f"native bf16 on this CPU: {native_bf16()} ({torch.backends.cpu.get_cpu_capability()})")
     users = household_prompts(args.tasks)
     if args.trainer:
         Console().print(trainer_arms(args, users))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from agentgym.cli import app
-from agentgym.llm.engines import check_engine, require_engine
+from agentgym.llm import engines
+from agentgym.llm.engines import check_engine, native_bf16, require_engine
 from agentgym.llm.factory import make_client
 from agentgym.train.config import TrainConfig, load_config
 
@@ -59,3 +61,29 @@ def test_the_hf_dtype_option_reaches_the_engine_and_a_bad_one_names_the_allowed(
         make_client(f"hf:{tiny_model}?dtype=half")
     result = CliRunner().invoke(app, ["serve", str(tiny_model), "--dtype", "half"])
     assert result.exit_code == 2 and "unknown dtype 'half'" in result.output
+
+
+AVX2_EPYC = "processor\t: 0\nflags\t\t: fpu sse sse2 avx f16c avx2 sha_ni\n"
+SAPPHIRE_RAPIDS = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+GRAVITON3 = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
+
+
+def test_native_bf16_is_read_from_the_cpu_flags():
+    assert native_bf16(AVX2_EPYC) is False
+    assert native_bf16(SAPPHIRE_RAPIDS) is True
+    assert native_bf16(GRAVITON3) is True
+    assert native_bf16("model name\t: avx512_bf16 lookalike in a name\n") is False
+
+
+def test_bfloat16_on_a_cpu_that_emulates_it_warns_and_names_float32(monkeypatch):
+    monkeypatch.setattr(engines, "native_bf16", lambda: False)
+    with pytest.warns(RuntimeWarning, match="emulated .* use float32 here"):
+        engines.warn_if_emulated_bf16("bfloat16", "cpu")
+    with pytest.warns(RuntimeWarning, match="bf16 on this CPU is emulated"):
+        engines.warn_if_emulated_bf16("bf16", "cpu")  # the trainer's precision
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        engines.warn_if_emulated_bf16("float32", "cpu")
+        engines.warn_if_emulated_bf16("bfloat16", "cuda:0")
+        monkeypatch.setattr(engines, "native_bf16", lambda: True)
+        engines.warn_if_emulated_bf16("bfloat16", "cpu")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentgym.llm.engines import warn_if_emulated_bf16
 from agentgym.llm.sampling import SamplingSpec
 from agentgym.registry import spec as spec_of
 from agentgym.task import Task, TaskSuite
@@ -48,6 +49,7 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.cfg, self.console = cfg, console
+        warn_if_emulated_bf16(cfg.model.precision, cfg.model.device)
         torch.manual_seed(cfg.seed)
         self.resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
         factory = None if cfg.model.policy is None else get_policy(cfg.model.policy)

@@ -173,10 +173,11 @@ def load_checkpoint(path: Any, device: str, dtype: str = "float32") -> tuple[str
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from agentgym.llm.engines import check_dtype
+    from agentgym.llm.engines import check_dtype, warn_if_emulated_bf16
     from agentgym.llm.models import resolve_model_path
 
     torch_dtype = getattr(torch, check_dtype(dtype))
+    warn_if_emulated_bf16(dtype, device)
     hf_logging.disable_progress_bar()
     path = str(resolve_model_path(str(path)))
     tokenizer: Any = AutoTokenizer.from_pretrained(path)
