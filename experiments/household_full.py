@@ -39,7 +39,8 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           and seconds per step, from ``train.db``.
 ``dagger`` DAgger's rows: the ``--stage`` checkpoint plays ``--episodes`` training tasks, and
           the searcher labels every state it reached (``dagger.jsonl``; train on them with
-          ``experiments/household_verb_probe.py --extra``).
+          ``experiments/household_verb_probe.py --extra``). ``--shards N`` plays them as N
+          processes side by side.
 ``snapshot`` / ``restore`` (``--to DIR``): the stores and the newest checkpoint of each
           training folder into a folder of the git tree, and back on a new machine, so a run
           spanning sessions resumes where the last commit left it
@@ -286,16 +287,31 @@ def run_rl(out: Path, args: argparse.Namespace, seed: int) -> Path:
 
 
 # ============================================================================ dagger
+def played_episodes(db: Path, spec: str, tasks: dict[str, Task]) -> dict[str, Any]:
+    """Task id -> the episode ``spec`` played on it, over every run of ``db`` (one run per
+    suite file: the whole draw, or each shard of each start)."""
+    from agentgym.store import Store
+
+    if not db.is_file():
+        return {}
+    store = Store(db, read_only=True)
+    played = {e.task_id: e for r in store.runs() if r["agent"] == spec
+              for e in store.episodes(r["id"]) if e.task_id in tasks}  # fmt: skip
+    store.close()
+    return played
+
+
 def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any]:
     """DAgger's data: the stage's checkpoint plays ``--episodes`` training tasks (drawn evenly
     per type with ``--seed`` + 1, so not the SFT draw) greedily through ``agentgym eval``
     (``dagger.db``, resumable), and every state it reached is labelled with the searcher's
     command (:func:`~agentgym.agents.context.relabel_rows`). Writes ``dagger.jsonl`` and
     ``dagger.json`` (episodes won, rows, how often the learner already did what the searcher
-    would)."""
+    would). ``--shards N``: N ``agentgym eval`` processes side by side, each on every N-th
+    task not yet played (one per core, each on ``--threads``); a restart plays only what no
+    earlier start finished."""
     from agentgym.agents.context import relabel_rows
     from agentgym.envs.household.searcher import next_command
-    from agentgym.store import Store
 
     per_type = -(-args.episodes // len(TASK_TYPES))
     drawn = pick_tasks(args.episodes, args.seed + 1)
@@ -304,12 +320,13 @@ def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any
     suite = out / "dagger-tasks.jsonl"
     suite.write_text("".join(t.model_dump_json() + "\n" for t in tasks))
     spec = agent_spec(out, stage, args)
-    cli_eval(str(suite), spec, out / "dagger.db", args)
-    store = Store(out / "dagger.db", read_only=True)
     by_id = {t.id: t for t in tasks}
-    played = {e.task_id: e for r in store.runs() if r["agent"] == spec
-              for e in store.episodes(r["id"]) if e.task_id in by_id}  # fmt: skip
-    store.close()
+    if getattr(args, "shards", 1) == 1:
+        cli_eval(str(suite), spec, out / "dagger.db", args)
+    else:  # the tasks no run of this learner has finished, split over processes
+        done = played_episodes(out / "dagger.db", spec, by_id)
+        cli_eval_shards([t for t in tasks if t.id not in done], spec, out, args)
+    played = played_episodes(out / "dagger.db", spec, by_id)
     rows: list[dict[str, Any]] = []
     for task_id, episode in sorted(played.items()):
         actions = [s.action for s in episode.steps]
@@ -355,13 +372,42 @@ def cli_eval(
     """``agentgym eval SUITE -a SPEC`` (resumable from ``db``; its first ``limit`` tasks, or
     all), ``--concurrency`` episodes at a time (the engine batches their turns), on
     ``--threads`` torch threads."""
+    cmd = eval_command(suite, spec, db, args, limit)
+    subprocess.run(cmd, check=True, env=eval_env(args))
+
+
+def eval_command(
+    suite: str, spec: str, db: Path, args: argparse.Namespace, limit: int | None = None
+) -> list[str]:
+    """``agentgym eval``'s command line, printed as it starts."""
     cmd = [sys.executable, "-m", "agentgym.cli", "eval", suite, "-a", spec,
            "--db", str(db), "-c", str(args.concurrency)]  # fmt: skip
     if limit:
         cmd += ["--limit", str(limit)]
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     print(" ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, env=env)
+    return cmd
+
+
+def eval_env(args: argparse.Namespace) -> dict[str, str]:
+    """An eval process's environment: ``--threads`` torch threads."""
+    return {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+
+
+def cli_eval_shards(tasks: list[Task], spec: str, out: Path, args: argparse.Namespace) -> None:
+    """``agentgym eval`` of ``tasks`` as ``--shards`` processes at once into ``out/dagger.db``,
+    shard k on every ``--shards``-th task (``dagger-part-K.jsonl``)."""
+    procs = []
+    for k in range(args.shards):
+        part = tasks[k :: args.shards]
+        if not part:
+            continue
+        suite = out / f"dagger-part-{k}.jsonl"
+        suite.write_text("".join(t.model_dump_json() + "\n" for t in part))
+        cmd = eval_command(str(suite), spec, out / "dagger.db", args)
+        procs.append(subprocess.Popen(cmd, env=eval_env(args)))
+    failed = [" ".join(map(str, p.args)) for p in procs if p.wait() != 0]
+    if failed:
+        raise RuntimeError(f"{len(failed)} eval shard(s) failed: {'; '.join(failed)}")
 
 
 def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
@@ -691,6 +737,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="eval: first N tasks of each split")
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
+    p.add_argument("--shards", type=int, default=1,
+                   help="dagger: eval processes side by side (one per core)")  # fmt: skip
     p.add_argument("--threads", type=int, default=1, help="torch threads of sft, rl and eval")
     p.add_argument("--dtype", choices=DTYPES, default="float32",
                    help="eval, dagger, compare: the engine's precision (hf:...&dtype=); "

@@ -186,6 +186,28 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
     assert (tmp_path / "dagger.jsonl").read_text() == first
 
 
+def test_dagger_shards_play_each_task_once_and_a_restart_only_what_is_left(
+    tiny_model, tmp_path: Path
+):
+    """``--shards 2``: two eval processes, every other task each, into one store; the rows are
+    those of all the episodes. A restart finds every task played and starts no process."""
+    import argparse
+
+    args = argparse.Namespace(episodes=6, seed=0, history=2, notes="household", limit=None,
+                              concurrency=3, threads=1, dtype="float32", unstick=None,
+                              shards=2)  # fmt: skip
+    stats = recipe.run_dagger(tmp_path, str(tiny_model), args)
+    store = Store(tmp_path / "dagger.db", read_only=True)
+    runs = {r["suite"]: [e.task_id for e in store.episodes(r["id"])] for r in store.runs()}
+    store.close()
+    assert sorted(runs) == ["dagger-part-0", "dagger-part-1"]
+    assert len(runs["dagger-part-0"]) == len(runs["dagger-part-1"]) == 3
+    assert stats["episodes"] == len(set(runs["dagger-part-0"]) | set(runs["dagger-part-1"])) == 6
+    (tmp_path / "dagger-part-0.jsonl").unlink()
+    assert recipe.run_dagger(tmp_path, str(tiny_model), args) == stats
+    assert not (tmp_path / "dagger-part-0.jsonl").exists()  # nothing left to play
+
+
 def test_failure_modes_of_lost_episodes():
     """One ending per mode, shaped after four lost episodes of the decisions checkpoint
     (valid_unseen 0001, 0007, 0010 and 0009)."""
