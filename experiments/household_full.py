@@ -321,7 +321,7 @@ def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any
     suite.write_text("".join(t.model_dump_json() + "\n" for t in tasks))
     spec = agent_spec(out, stage, args)
     by_id = {t.id: t for t in tasks}
-    if getattr(args, "shards", 1) == 1:
+    if args.shards == 1:
         cli_eval(str(suite), spec, out / "dagger.db", args)
     else:  # the tasks no run of this learner has finished, split over processes
         done = played_episodes(out / "dagger.db", spec, by_id)

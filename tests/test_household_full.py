@@ -165,7 +165,8 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
     import json
 
     args = argparse.Namespace(episodes=6, seed=0, history=2, notes="household", limit=None,
-                              concurrency=6, threads=1, dtype="float32", unstick=None)  # fmt: skip
+                              concurrency=6, threads=1, dtype="float32", unstick=None,
+                              shards=1)  # fmt: skip
     stats = recipe.run_dagger(tmp_path, str(tiny_model), args)
     rows = [json.loads(line) for line in (tmp_path / "dagger.jsonl").read_text().splitlines()]
     store = Store(tmp_path / "dagger.db", read_only=True)
