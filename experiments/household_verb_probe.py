@@ -95,7 +95,16 @@ def with_dagger(picked: list[dict], extra: list[dict], seed: int, weight: int = 
     return [{k: v for k, v in r.items() if k != "learner"} for r in rows]
 
 
-def main(argv: list[str] | None = None) -> None:
+def sft_knobs(args: argparse.Namespace) -> argparse.Namespace:
+    """household_full's SFT settings, for ``--steps`` more steps in ``--dtype``."""
+    return argparse.Namespace(
+        lora_r=16, lora_layers=8, device="cpu", sft_batch=8, sft_lr=1e-3, micro_batch=4,
+        sft_steps=args.steps, seed=args.seed, save_every=8, threads=args.threads,
+        dtype=args.dtype,
+    )  # fmt: skip
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--data", type=Path, required=True, help="a data stage's sft.jsonl")
     p.add_argument("--from", dest="start", type=Path, required=True, help="adapters to continue")
@@ -108,7 +117,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--limit", type=int, default=8,
                    help="agree: first N valid_unseen tasks (0: no agree)")  # fmt: skip
     p.add_argument("--threads", type=int, default=2)
-    args = p.parse_args(argv)
+    p.add_argument("--dtype", choices=recipe.DTYPES, default="float32",
+                   help="training precision (bfloat16 only where the CPU has it natively)")  # fmt: skip
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     from agentgym.train.trainer import Trainer
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -119,11 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         picked = with_dagger(picked, extra, args.seed, args.dagger_weight)
     (args.out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
     print(f"{len(picked)} rows from {len(rows)} SFT rows and {len(extra)} DAgger rows", flush=True)
-    knobs = argparse.Namespace(  # household_full's SFT settings, for --steps more steps
-        lora_r=16, lora_layers=8, device="cpu", sft_batch=8, sft_lr=1e-3, micro_batch=4,
-        sft_steps=args.steps, seed=args.seed, save_every=8, threads=args.threads,
-    )  # fmt: skip
-    config = recipe.sft_config(args.out, knobs, start=str(args.start))
+    config = recipe.sft_config(args.out, sft_knobs(args), start=str(args.start))
     trainer = Trainer(config)
     trainer.run()
     trainer.close()

@@ -296,3 +296,15 @@ def test_compare_on_one_split_pairs_only_that_splits_tasks(tmp_path: Path):
         recipe.compare(tmp_path, [1], split="valid_seen")
         == "seed 1: -100.0 points on 1 tasks (RL only 0, SFT only 1)"
     )
+
+
+def test_the_verb_probe_builds_a_trainer_config_in_the_precision_asked(tmp_path):
+    """The probe's command line reaches a valid trainer config (a missing knob once crashed it
+    only after the DAgger rows were written), float32 by default."""
+    from experiments.household_verb_probe import parse_args, sft_knobs
+
+    argv = ["--data", "sft.jsonl", "--from", "adapters", "--out", str(tmp_path), "--steps", "9"]
+    config = recipe.sft_config(tmp_path, sft_knobs(parse_args(argv)), start="adapters")
+    assert (config.steps, config.model.precision, config.resume) == (9, "fp32", True)
+    bf16 = recipe.sft_config(tmp_path, sft_knobs(parse_args([*argv, "--dtype", "bfloat16"])))
+    assert bf16.model.precision == "bf16"
