@@ -96,11 +96,11 @@ def with_dagger(picked: list[dict], extra: list[dict], seed: int, weight: int = 
 
 
 def sft_knobs(args: argparse.Namespace) -> argparse.Namespace:
-    """household_full's SFT settings, for ``--steps`` more steps in ``--dtype``."""
-    return argparse.Namespace(
-        lora_r=16, lora_layers=8, device="cpu", sft_batch=8, sft_lr=1e-3, micro_batch=4,
-        sft_steps=args.steps, seed=args.seed, save_every=8, threads=args.threads,
-        dtype=args.dtype,
+    """household_full's SFT settings, read from its own command line's defaults (a hand copy
+    once fell behind the recipe and crashed), for ``--steps`` more steps in ``--dtype``."""
+    return recipe.parser().parse_args(
+        ["sft", "--sft-steps", str(args.steps), "--seed", str(args.seed),
+         "--threads", str(args.threads), "--dtype", args.dtype]
     )  # fmt: skip
 
 
