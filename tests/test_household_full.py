@@ -209,6 +209,30 @@ def test_dagger_shards_play_each_task_once_and_a_restart_only_what_is_left(
     assert not (tmp_path / "dagger-part-0.jsonl").exists()  # nothing left to play
 
 
+def test_eval_shards_play_each_task_once_into_one_table_row(tiny_model, tmp_path: Path):
+    """``eval --shards 2``: the split's first tasks as two processes into one ``eval.db``, each
+    task once; the table counts them as one run; a restart plays nothing."""
+    import argparse
+
+    args = argparse.Namespace(splits=["valid_unseen"], limit=4, history=2, notes="household",
+                              concurrency=2, threads=1, dtype="float32", unstick=None,
+                              shards=2)  # fmt: skip
+    recipe.run_eval(tmp_path, str(tiny_model), args)
+    store = Store(tmp_path / "eval.db", read_only=True)
+    runs = {r["suite"]: sorted(e.task_id for e in store.episodes(r["id"])) for r in store.runs()}
+    store.close()
+    first = [t.id for t in TaskSuite.load("household/valid_unseen")][:4]
+    assert runs == {
+        "valid_unseen-part-0": sorted(first[0::2]),
+        "valid_unseen-part-1": sorted(first[1::2]),
+    }
+    rows = recipe.table(tmp_path).splitlines()[2:]
+    assert len(rows) == 1 and rows[0].startswith("| valid_unseen ") and "/4 (" in rows[0]
+    (tmp_path / "valid_unseen-part-0.jsonl").unlink()
+    recipe.run_eval(tmp_path, str(tiny_model), args)
+    assert not (tmp_path / "valid_unseen-part-0.jsonl").exists()  # nothing left to play
+
+
 def test_failure_modes_of_lost_episodes():
     """One ending per mode, shaped after four lost episodes of the decisions checkpoint
     (valid_unseen 0001, 0007, 0010 and 0009)."""
