@@ -456,18 +456,32 @@ def run_label(run: dict[str, Any]) -> str:
     return f"{run['suite']} {model}" + (f" ({', '.join(options)})" if options else "")
 
 
+def whole_suite(suite: str) -> str:
+    """The split an ``eval --shards`` suite was cut from (``valid_unseen-part-0`` ->
+    ``household/valid_unseen``); any other suite as it is."""
+    shard = re.fullmatch(r"(.+)-part-\d+", suite)
+    return f"household/{shard[1]}" if shard and shard[1] in SPLITS else suite
+
+
+def eval_runs(store: Any) -> dict[str, list[dict[str, Any]]]:
+    """``eval.db``'s runs by row name (:func:`run_label`), a split's shards under one name."""
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in store.runs():
+        whole = {**run, "suite": whole_suite(str(run["suite"]))}
+        grouped[run_label(whole)].append(whole)
+    return grouped
+
+
 def table(out: Path) -> str:
     """Success per split, stage and task type from ``eval.db``."""
     from agentgym.store import Store
 
     store = Store(out / "eval.db", read_only=True)
     types, lines = task_types(), type_columns("run")
-    by_label: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    for run in store.runs():  # a split's shards (SPLIT-part-K) make one row
-        whole = {**run, "suite": re.sub(r"-part-\d+$", "", str(run["suite"]))}
-        for row in store.episode_rows(run["id"]):
-            by_label[run_label(whole)][types[row["task_id"]]].append(bool(row["success"]))
-    for label, won in by_label.items():
+    for label, runs in eval_runs(store).items():
+        won: dict[str, list[bool]] = defaultdict(list)
+        for row in (row for run in runs for row in store.episode_rows(run["id"])):
+            won[types[row["task_id"]]].append(bool(row["success"]))
         cells = [f"{sum(won[k])}/{len(won[k])}" for k in TASK_TYPES]
         every = [w for k in TASK_TYPES for w in won[k]]
         share = 100 * sum(every) / max(len(every), 1)
@@ -509,9 +523,9 @@ def losses(out: Path) -> str:
 
     store = Store(out / "eval.db", read_only=True)
     types, lines = task_types(), type_columns("run", "mode")
-    for run in store.runs():
+    for label, runs in eval_runs(store).items():
         count: Counter[tuple[str, str]] = Counter()
-        for e in store.episodes(run["id"]):
+        for e in (e for run in runs for e in store.episodes(run["id"])):
             if not e.success:
                 mode = failure_mode([s.action for s in e.steps], [s.observation for s in e.steps])
                 count[mode, types[e.task_id]] += 1
@@ -520,7 +534,7 @@ def losses(out: Path) -> str:
         for mode in LOSS_MODES:
             cells = [str(count[mode, k]) for k in TASK_TYPES]
             total = sum(count[mode, k] for k in TASK_TYPES)
-            lines.append(f"| {run_label(run)} | {mode} | " + " | ".join(cells)
+            lines.append(f"| {label} | {mode} | " + " | ".join(cells)
                          + f" | {total} |")  # fmt: skip
     store.close()
     return "\n".join(lines)
@@ -540,13 +554,14 @@ def on_policy(out: Path, history: int = 2, notes: str | None = None) -> str:
     store = Store(out / "eval.db", read_only=True)
     lines = markdown_header("run", "won episodes", "lost episodes", "decision states")
     tasks: dict[str, dict[str, Task]] = {}
-    for run in store.runs():
-        if run["suite"] not in tasks:
-            tasks[run["suite"]] = {t.id: t for t in TaskSuite.load(run["suite"])}
+    for label, runs in eval_runs(store).items():
+        suite = runs[0]["suite"]
+        if suite not in tasks:
+            tasks[suite] = {t.id: t for t in TaskSuite.load(suite)}
         agree: dict[str, list[bool]] = defaultdict(list)
-        for e in store.episodes(run["id"]):
+        for e in (e for run in runs for e in store.episodes(run["id"])):
             actions = [s.action for s in e.steps]
-            task = tasks[run["suite"]][e.task_id]
+            task = tasks[suite][e.task_id]
             for row in relabel_rows(HouseholdEnv(), task, actions, next_command, history, notes):
                 same = row["learner"] == row["messages"][1]["content"]
                 agree["won episodes" if e.success else "lost episodes"].append(same)
@@ -554,7 +569,7 @@ def on_policy(out: Path, history: int = 2, notes: str | None = None) -> str:
                     agree["decision states"].append(same)
         cells = [f"{sum(v)}/{len(v)} ({100 * sum(v) / max(len(v), 1):.1f}%)"
                  for v in (agree["won episodes"], agree["lost episodes"], agree["decision states"])]  # fmt: skip
-        lines.append(f"| {run_label(run)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     store.close()
     return "\n".join(lines)
 

@@ -211,7 +211,8 @@ def test_dagger_shards_play_each_task_once_and_a_restart_only_what_is_left(
 
 def test_eval_shards_play_each_task_once_into_one_table_row(tiny_model, tmp_path: Path):
     """``eval --shards 2``: the split's first tasks as two processes into one ``eval.db``, each
-    task once; the table counts them as one run; a restart plays nothing."""
+    task once; the table and the losses count them as one run of the split; a restart plays
+    nothing."""
     import argparse
 
     args = argparse.Namespace(splits=["valid_unseen"], limit=4, history=2, notes="household",
@@ -220,6 +221,7 @@ def test_eval_shards_play_each_task_once_into_one_table_row(tiny_model, tmp_path
     recipe.run_eval(tmp_path, str(tiny_model), args)
     store = Store(tmp_path / "eval.db", read_only=True)
     runs = {r["suite"]: sorted(e.task_id for e in store.episodes(r["id"])) for r in store.runs()}
+    won = sum(bool(row["success"]) for r in store.runs() for row in store.episode_rows(r["id"]))
     store.close()
     first = [t.id for t in TaskSuite.load("household/valid_unseen")][:4]
     assert runs == {
@@ -227,7 +229,10 @@ def test_eval_shards_play_each_task_once_into_one_table_row(tiny_model, tmp_path
         "valid_unseen-part-1": sorted(first[1::2]),
     }
     rows = recipe.table(tmp_path).splitlines()[2:]
-    assert len(rows) == 1 and rows[0].startswith("| valid_unseen ") and "/4 (" in rows[0]
+    assert len(rows) == 1 and rows[0].startswith("| household/valid_unseen ") and "/4 (" in rows[0]
+    lost = recipe.losses(tmp_path).splitlines()[2:]
+    assert len(lost) == len(recipe.LOSS_MODES)  # one row per mode, not per shard
+    assert sum(int(row.rsplit("|", 2)[1]) for row in lost) == 4 - won
     (tmp_path / "valid_unseen-part-0.jsonl").unlink()
     recipe.run_eval(tmp_path, str(tiny_model), args)
     assert not (tmp_path / "valid_unseen-part-0.jsonl").exists()  # nothing left to play
