@@ -36,6 +36,9 @@ Stages, each resumable from what it left in ``--out`` (rerun the same command):
           (won, lost, at decision states): :func:`on_policy`.
 ``compare`` RL minus SFT paired per task on both splits, per seed, and the t-interval over the
           seeds (the plan in docs/results.md); then the same on each split alone.
+``versus`` two checkpoints paired per task (``--stage`` against ``--against``, whose runs may be
+          in another folder's store, ``--against-out``), per split and both: the difference,
+          its 95% interval and the exact McNemar p.
 ``progress`` each training run's steps so far (SFT: NLL of the searcher's commands; RL: success)
           and seconds per step, from ``train.db``.
 ``dagger`` DAgger's rows: the ``--stage`` checkpoint plays ``--episodes`` training tasks, and
@@ -598,6 +601,37 @@ def successes(
     return won
 
 
+def versus(
+    out: Path, stage: str, against: str, against_out: Path | None = None, dtype: str = "float32"
+) -> str:
+    """Two checkpoints paired per task, greedy in ``dtype``: ``stage`` from ``out/eval.db``
+    against ``against`` from ``against_out/eval.db`` (default the same store), per valid
+    split and both: tasks won by both and by one only, the difference with a normal 95%
+    interval over the paired tasks, and the exact McNemar p (a binomial test of the tasks only
+    one won)."""
+    from scipy.stats import binomtest
+
+    from experiments.results import mean_interval
+
+    a, b = successes(out, stage, dtype), successes(against_out or out, against, dtype)
+    lines = markdown_header("split", "tasks", "A", "B", "both", "only A", "only B", "A - B [95%]",
+                            "McNemar p")  # fmt: skip
+    for split in (*SPLITS, "both"):
+        names = SPLITS if split == "both" else (split,)
+        ids = {t.id for name in names for t in TaskSuite.load(f"household/{name}")}
+        shared = sorted(set(a) & set(b) & ids)
+        if not shared:
+            continue
+        only_a = sum(a[t] and not b[t] for t in shared)
+        only_b = sum(b[t] and not a[t] for t in shared)
+        m, lo, hi = mean_interval([float(a[t]) - float(b[t]) for t in shared])
+        p = binomtest(only_a, only_a + only_b).pvalue if only_a + only_b else 1.0
+        lines.append(f"| {split} | {len(shared)} | {sum(a[t] for t in shared)} | "
+                     f"{sum(b[t] for t in shared)} | {sum(a[t] and b[t] for t in shared)} | "
+                     f"{only_a} | {only_b} | {m:+.1%} [{lo:+.1%}, {hi:+.1%}] | {p:.2g} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def compare(
     out: Path,
     seeds: list[int],
@@ -732,7 +766,7 @@ def carry(stage: str, out: Path, to: Path) -> dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     stages = ["data", "sft", "rl", "eval", "agree", "dagger", "table", "losses", "compare",
-              "progress", "onpolicy", "keep", "snapshot", "restore"]  # fmt: skip
+              "versus", "progress", "onpolicy", "keep", "snapshot", "restore"]  # fmt: skip
     p.add_argument("stage", choices=stages)
     p.add_argument("--out", type=Path, default=Path("runs/household"))
     p.add_argument("--history", type=int, default=2, help="past steps in the bounded prompt")
@@ -761,6 +795,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stage", dest="eval_stage", default="sft",
                    help="eval, agree, dagger, keep: base, sft, rl-SEED, sft/step-N, or an "
                    "adapter folder")  # fmt: skip
+    p.add_argument("--against", default=None,
+                   help="versus: the checkpoint --stage is paired with (as --stage takes it)")  # fmt: skip
+    p.add_argument("--against-out", type=Path, default=None,
+                   help="versus: the run folder whose eval.db holds --against (default --out)")  # fmt: skip
     p.add_argument("--to", type=Path, default=None,
                    help="keep: the folder to copy to; snapshot, restore: the snapshot's folder "
                         "in the git tree")  # fmt: skip
@@ -803,6 +841,10 @@ def main(argv: list[str] | None = None) -> None:
         for split in SPLITS:  # the secondary figures
             print(f"\n{split} alone:")
             print(compare(args.out, args.seeds, args.dtype, sft, args.unstick, split))
+    elif args.stage == "versus":
+        if args.against is None:
+            p.error("versus needs --against CHECKPOINT (the stage --stage is paired with)")
+        print(versus(args.out, args.eval_stage, args.against, args.against_out, args.dtype))
     elif args.stage == "losses":
         print(losses(args.out))
     elif args.stage == "progress":

@@ -121,6 +121,30 @@ def test_compare_pairs_per_task_and_intervals_over_seeds(tmp_path: Path):
     assert "seed 1: +75.0 points on 4 tasks (RL only 3, SFT only 0)" in text
 
 
+def test_versus_pairs_two_checkpoints_per_task_across_stores(tmp_path: Path):
+    """``versus``: A from one run folder, B from another's store, paired on the tasks both
+    played; a precision B was not played in pairs nothing."""
+    ids = [t.id for t in TaskSuite.load("household/valid_unseen")][:4]
+    a, b = tmp_path / "a", tmp_path / "b"
+    store_stages(
+        Store(a / "eval.db"),
+        a,
+        ["sft"],
+        dict(zip(ids, [(True,), (True,), (True,), (False,)], strict=True)),
+    )
+    store_stages(
+        Store(b / "eval.db"),
+        b,
+        ["sft"],
+        dict(zip(ids[:3], [(True,), (False,), (False,)], strict=True)),
+    )
+    rows = recipe.versus(a, "sft", "sft", b).splitlines()[2:]
+    assert rows[0] == "| valid_unseen | 3 | 3 | 1 | 1 | 2 | 0 | +66.7% [+1.3%, +132.0%] | 0.5 |"
+    assert rows[1].startswith("| both | 3 | 3 | 1 |")
+    assert len(rows) == 2  # valid_seen: no task played by both
+    assert recipe.versus(a, "sft", "sft", b, "bfloat16").splitlines()[2:] == []
+
+
 def test_a_kept_checkpoint_names_its_base_by_name_and_loads_the_same_weights(
     tiny_model, tmp_path: Path, monkeypatch
 ):
