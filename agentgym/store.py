@@ -136,15 +136,16 @@ class Store:
                 self.db = sqlite_utils.Database(connect_read_only(path))
                 self._check_tables()
             return
+        in_memory = path is None or str(path) == ":memory:"
         with _explained(path, "open {path} for writing"):
-            if path is None or str(path) == ":memory:":
+            if in_memory:
                 self.db = sqlite_utils.Database(memory=True)
             else:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite_utils.Database(path)
             self.db.execute("PRAGMA busy_timeout=10000")
             self.db.execute("PRAGMA trusted_schema=OFF")
-            self._set_up(in_memory=path is None or str(path) == ":memory:")
+            self._set_up(in_memory)
             self.runs()  # a run whose JSON was tampered with: one line now, not after the run
 
     def _set_up(self, in_memory: bool, tries: int = 200) -> None:

@@ -328,10 +328,8 @@ def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any
     by_id = {t.id: t for t in tasks}
     if args.shards == 1:
         cli_eval(str(suite), spec, out / "dagger.db", args)
-    else:  # the tasks no run of this learner has finished, split over processes
-        done = played_episodes(out / "dagger.db", spec, by_id)
-        left = [t for t in tasks if t.id not in done]
-        cli_eval_shards(left, spec, out / "dagger.db", out / "dagger", args)
+    else:
+        cli_eval_shards(tasks, spec, out / "dagger.db", out / "dagger", args)
     played = played_episodes(out / "dagger.db", spec, by_id)
     rows: list[dict[str, Any]] = []
     for task_id, episode in sorted(played.items()):
@@ -402,11 +400,14 @@ def eval_env(args: argparse.Namespace) -> dict[str, str]:
 def cli_eval_shards(
     tasks: list[Task], spec: str, db: Path, name: Path, args: argparse.Namespace
 ) -> None:
-    """``agentgym eval`` of ``tasks`` as ``--shards`` processes at once into ``db``, shard k on
-    every ``--shards``-th task (suite file ``NAME-part-K.jsonl``)."""
+    """``agentgym eval`` of the ``tasks`` no run of ``spec`` in ``db`` has finished, as
+    ``--shards`` processes at once into ``db``, shard k on every ``--shards``-th of them (suite
+    file ``NAME-part-K.jsonl``): a restart plays only what is left."""
+    done = played_episodes(db, spec, {t.id: t for t in tasks})
+    left = [t for t in tasks if t.id not in done]
     procs = []
     for k in range(args.shards):
-        part = tasks[k :: args.shards]
+        part = left[k :: args.shards]
         if not part:
             continue
         suite = name.with_name(f"{name.name}-part-{k}.jsonl")
@@ -428,9 +429,7 @@ def run_eval(out: Path, stage: str, args: argparse.Namespace) -> None:
             cli_eval(f"household/{split}", spec, out / "eval.db", args, args.limit)
             continue
         tasks = list(TaskSuite.load(f"household/{split}"))[: args.limit]
-        done = played_episodes(out / "eval.db", spec, {t.id: t for t in tasks})
-        left = [t for t in tasks if t.id not in done]
-        cli_eval_shards(left, spec, out / "eval.db", out / split, args)
+        cli_eval_shards(tasks, spec, out / "eval.db", out / split, args)
 
 
 def task_types() -> dict[str, str]:
@@ -616,10 +615,10 @@ def versus(
     a, b = successes(out, stage, dtype), successes(against_out or out, against, dtype)
     lines = markdown_header("split", "tasks", "A", "B", "both", "only A", "only B", "A - B [95%]",
                             "McNemar p")  # fmt: skip
-    for split in (*SPLITS, "both"):
-        names = SPLITS if split == "both" else (split,)
-        ids = {t.id for name in names for t in TaskSuite.load(f"household/{name}")}
-        shared = sorted(set(a) & set(b) & ids)
+    ids = {split: {t.id for t in TaskSuite.load(f"household/{split}")} for split in SPLITS}
+    ids["both"] = set().union(*ids.values())
+    for split, split_ids in ids.items():
+        shared = sorted(set(a) & set(b) & split_ids)
         if not shared:
             continue
         only_a = sum(a[t] and not b[t] for t in shared)
