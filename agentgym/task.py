@@ -7,13 +7,15 @@ every row and reports *all* bad rows with file, line and field, so a broken suit
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -113,7 +115,7 @@ class TaskSuite:
     def load(cls, spec: str | Path) -> TaskSuite:
         """Load a suite by name (``clarify/test``) or by path to a JSONL file."""
         path = resolve_suite_path(spec)
-        name = str(spec) if not Path(spec).suffix else Path(spec).stem
+        name = str(spec) if not Path(spec).suffix else suite_name(Path(spec).name)
         return cls(name, read_tasks(path))
 
 
@@ -126,6 +128,33 @@ def no_tasks(suite: TaskSuite, spec: str, tags: Sequence[str]) -> str:
     return f"no task in {spec} has all of the tags {', '.join(tags)} ({have})"
 
 
+SUITE_SUFFIXES = (".jsonl", ".jsonl.gz")
+"""A suite file is JSONL, or gzipped JSONL for the large ones (a smaller tree and clone)."""
+
+
+def suite_name(filename: str) -> str:
+    """``train`` for ``train.jsonl`` or ``train.jsonl.gz``."""
+    for suffix in SUITE_SUFFIXES:
+        if filename.endswith(suffix):
+            return filename[: -len(suffix)]
+    return Path(filename).stem
+
+
+def open_suite(path: Path, mode: str) -> IO[Any]:
+    """Open a suite file, through gzip where it ends in ``.gz``: written with no time in its
+    header, so a generator writes the same bytes every time."""
+    if str(path).endswith(".gz"):
+        stream = gzip.GzipFile(path, mode.replace("t", ""), mtime=0)
+        return io.TextIOWrapper(stream, encoding="utf-8") if "t" in mode else stream
+    return open(path, mode, encoding="utf-8" if "t" in mode else None)  # noqa: SIM115
+
+
+def suite_bytes(path: Path) -> bytes:
+    """A suite file's JSONL bytes, uncompressed: what manifests hash, gzipped or not."""
+    with open_suite(path, "rb") as fh:
+        return fh.read()
+
+
 def builtin_suites() -> list[str]:
     """Names of the suites shipped in ``tasks/`` (``<env>/<split>``)."""
     root = resources.files("agentgym.tasks")
@@ -133,9 +162,9 @@ def builtin_suites() -> list[str]:
     for env_dir in root.iterdir():
         if env_dir.is_dir() and not env_dir.name.startswith("_"):
             names += [
-                f"{env_dir.name}/{f.name[:-6]}"
+                f"{env_dir.name}/{suite_name(f.name)}"
                 for f in env_dir.iterdir()
-                if f.name.endswith(".jsonl")
+                if f.name.endswith(SUITE_SUFFIXES)
             ]
     return sorted(names)
 
@@ -146,9 +175,10 @@ def resolve_suite_path(spec: str | Path) -> Path:
     if path.is_file():
         return path
     if not path.suffix:
-        candidate = Path(str(resources.files("agentgym.tasks").joinpath(f"{spec}.jsonl")))
-        if candidate.is_file():
-            return candidate
+        for suffix in SUITE_SUFFIXES:
+            candidate = Path(str(resources.files("agentgym.tasks").joinpath(f"{spec}{suffix}")))
+            if candidate.is_file():
+                return candidate
     raise FileNotFoundError(
         f"no task suite {str(spec)!r}: give a JSONL path or one of {', '.join(builtin_suites())}"
     )
@@ -195,7 +225,7 @@ Problem = tuple[int, str]
 def _parse(path: Path) -> tuple[list[tuple[int, Task]], list[Problem]]:
     tasks: list[tuple[int, Task]] = []
     problems: list[Problem] = []
-    with open(path, "rb") as fh:  # bytes: one bad line must not hide the others
+    with open_suite(path, "rb") as fh:  # bytes: one bad line must not hide the others
         for lineno, raw in enumerate(fh, start=1):
             try:
                 line = raw.decode("utf-8")
@@ -262,9 +292,10 @@ def _loc(err: Any, prefix: str = "") -> str:
 
 
 def write_tasks(path: Path, tasks: Iterable[Task]) -> int:
-    """Write tasks as JSONL (one compact row each, stable key order); return how many."""
+    """Write tasks as JSONL (one compact row each, stable key order), gzipped where ``path``
+    ends in ``.gz``; return how many."""
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_suite(path, "wt") as fh:
         for task in tasks:
             fh.write(task.model_dump_json() + "\n")
             n += 1

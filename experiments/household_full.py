@@ -729,9 +729,9 @@ def agreement(out: Path, stage: str, args: argparse.Namespace) -> str:
     )
 
 
-KEPT = ("adapter_config.json", "adapter_model.safetensors", "chat_template.jinja",
-        "tokenizer.json", "tokenizer_config.json")  # fmt: skip
-"""What a kept checkpoint holds: the adapters and the tokenizer, not the optimizer state."""
+KEPT = ("adapter_config.json", "adapter_model.safetensors")
+"""What a kept checkpoint holds: the adapters alone; the base model's tokenizer serves them and
+no optimizer state is kept."""
 
 
 def keep(out: Path, stage: str, to: Path) -> Path:

@@ -18,8 +18,11 @@ valid_unseen tasks. The mixes:
 ``--extra`` adds DAgger's rows (:func:`with_dagger`, from one or more ``household_full dagger``
 rounds), each correction ``--dagger-weight`` times.
 
-    python -m experiments.household_verb_probe --data /work/runs/household-notes2/sft.jsonl \\
-        --from experiments/checkpoints/household-notes-sft --out /work/runs/verb-probe --steps 32
+    python -m experiments.household_verb_probe --data runs/household-notes2/sft.jsonl \\
+        --from experiments/checkpoints/household-notes-sft --out runs/verb-probe --steps 32
+
+(``household-notes-sft`` is no longer in the tree: ``git checkout e35db7d --
+experiments/checkpoints/household-notes-sft`` brings it back.)
 """
 
 from __future__ import annotations

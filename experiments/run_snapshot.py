@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.episode import Episode
+from agentgym.llm.models import TOKENIZER_FILES
 from agentgym.store import Store
 from agentgym.train import checkpoint
 
@@ -109,10 +110,12 @@ def name_base(folder: Path, base: str) -> None:
 
 
 def _copy_checkpoint(source: Path, to: Path, base: str | None) -> None:
-    """Copy a checkpoint folder (replacing ``to``), its base named ``base`` if given."""
+    """Copy a checkpoint folder (replacing ``to``), its base named ``base`` if given; then the
+    base's tokenizer serves it, so no copy of the tokenizer is kept."""
     if to.exists():
         shutil.rmtree(to)
-    shutil.copytree(source, to)
+    skipped = (*TOKENIZER_FILES, "chat_template.jinja") if base else ()
+    shutil.copytree(source, to, ignore=shutil.ignore_patterns(*skipped))
     if base:
         name_base(to, base)
 

@@ -182,3 +182,18 @@ def test_social_parallel_env_judges_with_the_default_model_offline(monkeypatch):
         scores = infos[agent]["evaluation"]["scores"]
         assert set(scores) == set(DIMENSIONS)
         assert all(lo <= scores[d] <= hi for d, (lo, hi) in DIMENSIONS.items())
+
+
+KEPT = Path(__file__).resolve().parent.parent / "experiments" / "checkpoints"
+
+
+@pytest.mark.parametrize("name", ["household-dagger3", "household-notes-decisions"])
+def test_kept_adapters_play_with_the_base_models_tokenizer(name, tmp_path):
+    """The tree keeps adapters alone (no tokenizer copy); the documented spec still plays."""
+    folder = KEPT / name
+    assert not (folder / "tokenizer.json").exists()
+    suite = agentgym.TaskSuite.load("household/valid_unseen").filter(limit=1)
+    spec = f"hf:{folder}?history=2&notes=household&temperature=0&max_format_errors=0"
+    result = agentgym.evaluate(suite, spec, max_steps=2, db=tmp_path / "r.db")
+    (ep,) = result.store.episodes(result.run_id)
+    assert ep.status == "limit" and all(s.info.get("valid", True) for s in ep.steps), ep.error

