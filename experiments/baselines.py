@@ -2,7 +2,7 @@
 
     python -m experiments.baselines                      # every family, 30 tasks each (hours on 2 cores)
     python -m experiments.baselines --only clarify,bfcl-simple --n 10
-    python -m experiments.baselines --write-docs         # rewrite the table in docs/results.md
+    python -m experiments.baselines --write-docs         # rewrite the table in its notebook entry
     python -m experiments.baselines --stored --write-docs   # the table from the store, running nothing
 
 Each family is a fixed, evenly spread subset of a built-in suite (every k-th task, so tags and
@@ -171,7 +171,7 @@ HEADER = [
 
 
 def cells(r: dict) -> list[str]:
-    """One result row as text, the same for the terminal and for docs/results.md."""
+    """One result row as text, the same for the terminal and for the docs."""
     lo, hi = r["success_ci"]
     slo, shi = r["score_ci"]
     return [
@@ -211,8 +211,11 @@ def markdown(rows: list[dict], command: str) -> str:
 START, END = "<!-- baselines:start -->", "<!-- baselines:end -->"
 
 
-def write_docs(text: str, path: Path = Path("docs/results.md")) -> None:
-    """Replace the baseline table between its markers in docs/results.md."""
+BASELINES_DOC = Path("docs/notebook/2026-12-01-smollm2-zero-shot-baselines.md")
+
+
+def write_docs(text: str, path: Path = BASELINES_DOC) -> None:
+    """Replace the baseline table between its markers in its notebook entry."""
     doc = path.read_text()
     if START not in doc:
         raise SystemExit(f"{path} has no {START} ... {END} block to rewrite")
