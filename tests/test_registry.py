@@ -67,15 +67,28 @@ def test_import_has_no_side_effects(tmp_path):
     assert out.stdout == "" and out.stderr == "" and list(tmp_path.iterdir()) == []
 
 
-def test_in_tree_agents_need_no_entry_point(monkeypatch):
+def test_this_distributions_agents_arrive_through_the_entry_point_group():
+    from importlib.metadata import entry_points
+
     from agentgym.agent import AGENTS, agent_factory
 
-    monkeypatch.setattr(plugins, "entry_points", lambda **kw: [])  # as if never installed
-    monkeypatch.setattr(AGENTS, "items", {})
-    monkeypatch.setattr(AGENTS, "loaded", False)
-    assert {"openai", "litellm", "hf", "also", "pa_moe"} <= set(AGENTS.names())
+    assert {"also", "pa_moe"} <= {ep.name for ep in entry_points(group="agentgym.agents")}
+    assert {"openai", "litellm", "hf", "also", "pa_moe", "search"} <= set(AGENTS.names())
     env = agentgym.make("Clarify-v0")
     assert type(agent_factory("also:expert")(env)).__name__ == "AlsoAgent"
+
+
+def test_the_agent_registry_reads_its_entry_points_once(monkeypatch):
+    from agentgym.agent import AGENTS
+
+    calls = []
+    monkeypatch.setattr(plugins, "entry_points", lambda group: calls.append(group) or [])
+    monkeypatch.setattr(AGENTS, "items", {})
+    monkeypatch.setattr(AGENTS, "loaded", False)
+    for _ in range(3):
+        assert AGENTS.find("also") is None  # as if never installed: the core names no agent
+        assert "hf" in AGENTS.names()
+    assert calls == ["agentgym.agents"]
 
 
 def test_register_agent_gives_a_spec(monkeypatch):
@@ -94,8 +107,17 @@ def test_isolate_takes_the_providers_registry(monkeypatch):
     with pytest.raises(ValueError, match="isolate='mybox': use one of docker, local"):
         registry.check_isolate("mybox")
     monkeypatch.setattr(PROVIDERS, "items", dict(PROVIDERS.items))
+    monkeypatch.setattr(registry.ISOLATION, "items", dict(registry.ISOLATION.items))
     register_provider("mybox", LocalProvider)
     registry.check_isolate("mybox")  # a plug-in provider is accepted like a built-in
+
+
+def test_isolation_comes_from_its_entry_point_group(monkeypatch):
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])  # no sandbox plug-in
+    monkeypatch.setattr(registry.ISOLATION, "items", {})
+    monkeypatch.setattr(registry.ISOLATION, "loaded", False)
+    with pytest.raises(ValueError, match="isolate='docker': no sandbox plug-in is installed"):
+        registry.check_isolate("docker")
 
 
 def test_a_broken_plugin_item_warns_and_says_so(monkeypatch):
