@@ -13,6 +13,7 @@ asked for by name; neither breaks the import of agentgym.
 from __future__ import annotations
 
 import importlib
+import threading
 import warnings
 from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
@@ -51,6 +52,8 @@ class Registry(Generic[T]):
         self.entry_points: list[EntryPoint] = []
         """The group's entry points, read once by :meth:`load`."""
         self.loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
 
     @overload
     def register(self, name: str, item: T) -> T: ...
@@ -93,15 +96,23 @@ class Registry(Generic[T]):
 
     def load(self) -> None:
         """Run the built-ins hook and read the group's entry points, once; a registrars group
-        runs each of them here."""
+        runs each of them here. Another thread waits until it is done (the first lookups may come
+        from an evaluation's worker threads); a hook's own lookups see what is there so far."""
         if self.loaded:
             return
-        self.loaded = True
-        self.builtins()
-        self.entry_points = list(entry_points(group=self.group))
-        if self.registrars:
-            for ep in self.entry_points:
-                self._run_registrar(ep)
+        with self._lock:
+            if self.loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                self.builtins()
+                self.entry_points = list(entry_points(group=self.group))
+                if self.registrars:
+                    for ep in self.entry_points:
+                        self._run_registrar(ep)
+            finally:
+                self._loading = False
+            self.loaded = True
 
     def _run_registrar(self, ep: EntryPoint) -> None:
         try:

@@ -147,3 +147,30 @@ def test_help_on_every_env_class_shows_its_card(env_id):
     assert env_id.split("/")[1] in shown or env_id.split("/")[1].split("-")[0] in shown
     for row in ("Actions", "Reward", "Expert"):
         assert row in shown, f"{env_id}'s card has no {row} row"
+
+
+def test_a_lookup_during_another_threads_first_load_waits_for_it(monkeypatch):
+    """The first lookups may come from an evaluation's worker threads at once (``hf:`` agents
+    read the policy names per episode): none may see the registry half read."""
+    import threading
+    import time
+
+    go = threading.Event()
+    item = EntryPoint(name="x", value="agentgym.agent:RandomAgent", group="g")
+
+    def slow_entry_points(group):
+        go.wait(5)
+        return [item]
+
+    monkeypatch.setattr(plugins, "entry_points", slow_entry_points)
+    reg: plugins.Registry[object] = plugins.Registry("widget", "g")
+    seen: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: seen.append(reg.names())) for _ in range(2)]
+    threads[0].start()
+    time.sleep(0.05)  # the first thread is reading the entry points
+    threads[1].start()
+    time.sleep(0.05)
+    go.set()
+    for t in threads:
+        t.join(5)
+    assert seen == [["x"], ["x"]]
