@@ -7,8 +7,6 @@
 'clarify-products-test-0000'
 """
 
-from pathlib import Path as _Path
-
 from agentgym.agent import (
     Action,
     Agent,
@@ -60,16 +58,6 @@ __all__ = [
     "rollout",
     "spec",
 ]
-
-# In a source checkout envs/, agents/, sandbox/ and tasks/ sit beside this folder and install as
-# agentgym.envs ... (pyproject's package-dir). Python started in the clone's root imports this
-# folder ahead of any installed copy, so let the subpackages be found beside it as well: the same
-# lines then work from the root and from anywhere else, with an editable or a plain install.
-_checkout = _Path(__file__).resolve().parent.parent
-if not (_Path(__file__).resolve().parent / "envs").is_dir() and (
-    (_checkout / "pyproject.toml").is_file() and (_checkout / "envs" / "__init__.py").is_file()
-):
-    __path__.append(str(_checkout))
 
 # Registers the built-in and third-party envs (in memory only) so gymnasium.make("agentgym/...") works.
 load_plugins()

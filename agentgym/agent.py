@@ -7,7 +7,6 @@ factory that receives the env, so an oracle can consult it and chat agents keep 
 
 from __future__ import annotations
 
-import importlib
 import random as _random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,26 +154,21 @@ CHAT_PREFIXES: dict[str, str] = {
 }
 
 
-def _in_tree_agents() -> None:
-    # The model agent's specs, then the agents of this distribution's agents/, which register
-    # themselves, one line each, when a spec first needs them: named here as references, so
-    # the core imports neither the model agent nor any agent module before a spec needs it.
+def _chat_agents() -> None:
+    # The core's model agent, named as references: nothing is imported before a spec needs it.
+    # Every other agent (this distribution's agents/ too) arrives through the entry-point group.
     for prefix, ref in CHAT_PREFIXES.items():
         AGENTS.register(prefix, ref)
-    importlib.import_module(IN_TREE).register_agents()
 
 
-IN_TREE = "agentgym.agents"
-AGENTS: Registry[Callable[[str, Any], Agent]] = Registry(
-    "agent", ENTRY_POINT_GROUP, _in_tree_agents
-)
+AGENTS: Registry[Callable[[str, Any], Agent]] = Registry("agent", ENTRY_POINT_GROUP, _chat_agents)
 """``PREFIX:ARG`` specs: ``PREFIX`` names a function ``(ARG, env) -> Agent``."""
 
 
 def register_agent(prefix: str, make: Callable[[str, Any], Agent] | str) -> None:
     """Make ``-a PREFIX:ARG`` build ``make(ARG, env)`` (or the ``"module:function"`` it names),
-    with no entry point and no reinstall; other distributions may also use the entry-point group
-    ``agentgym.agents``."""
+    in-process, with no entry point and no reinstall; an installed distribution (this one's
+    ``agents/`` too) names its agents in the entry-point group ``agentgym.agents``."""
     AGENTS.register(prefix, make)
 
 
@@ -182,8 +176,8 @@ def agent_factory(spec: str) -> AgentFactory:
     """Turn an agent spec into a per-episode factory.
 
     ``expert``, ``random``, ``human`` are built in; ``PREFIX:ARG`` specs (``openai:gpt-4o``) are
-    the functions registered as ``PREFIX`` (:func:`register_agent`, the in-tree agents, and the
-    entry points of the group ``agentgym.agents``).
+    the functions registered as ``PREFIX`` (:func:`register_agent`, and the entry points of the
+    group ``agentgym.agents``, among them this distribution's ``agents/``).
     """
     name, _, query = spec.partition("?")
     if name == "llm":  # the embedded default model, with the same ?options as any hf: spec

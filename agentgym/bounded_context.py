@@ -12,7 +12,8 @@ and ``agentgym eval`` see the same text.
 from the episode's own observations and actions: state that scrolled out of the last K steps
 (Household's ``household``: where the agent is, what it holds, the task's things there and where
 it saw others, which receptacles it has not visited). They are a function of the text the agent was shown,
-nothing more, registered by name (:data:`NOTES`).
+nothing more, registered by name (:data:`NOTES`) by whoever ships them: the household notes by
+``envs/`` when it registers its envs.
 """
 
 from __future__ import annotations
@@ -27,12 +28,9 @@ Notes = Callable[[Sequence[str], Sequence[str]], str]
 """(observations, actions) -> one line of notes; ``observations`` has one more (the current)."""
 
 
-def _builtin_notes() -> None:
-    NOTES.register("household", "agentgym.envs.household.notes:room_notes")
-
-
-NOTES: Registry[Notes] = Registry("bounded-context notes", "agentgym.notes", _builtin_notes)
-"""Notes by name; other distributions add theirs through the entry-point group ``agentgym.notes``."""
+NOTES: Registry[Notes] = Registry("bounded-context notes", "agentgym.notes")
+"""Notes by name: ``NOTES.register(name, notes or "module:function")`` (an env plug-in's registrar
+does it beside its envs), or one entry point of the group ``agentgym.notes``."""
 
 
 def check_notes(name: str | None) -> str | None:

@@ -16,12 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from agentgym.agent import Action
+from agentgym.agent import Action, agent_factory
 from agentgym.bounded_context import BoundedHistory, check_notes
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatClient, ChatRequest, ChatResponse, Message
 from agentgym.llm.factory import make_client, split_spec
 from agentgym.llm.sampling import SamplingSpec, turn_seed
+from agentgym.policies import POLICIES
 from agentgym.textscan import fenced_blocks
 
 
@@ -310,17 +311,13 @@ def litellm_agent(arg: str, env: Any) -> ChatAgent:
 
 def hf_agent(arg: str, env: Any) -> Any:
     """Entry point of ``--agent hf:PATH[?options]``. A ``model.policy`` checkpoint (one holding
-    ``NAME.json`` for a policy registered as ``NAME`` in ``agentgym.policies``, e.g. PA-MoE's
-    ``pa_moe.json``) loads with the agent registered as ``NAME``, so every trained checkpoint
-    evaluates as ``hf:PATH``."""
-    from importlib.metadata import entry_points
-
-    from agentgym.agent import agent_factory
-
+    ``NAME.json`` for a policy registered as ``NAME`` in :data:`agentgym.policies.POLICIES`, e.g.
+    PA-MoE's ``pa_moe.json``) loads with the agent registered as ``NAME``, so every trained
+    checkpoint evaluates as ``hf:PATH``."""
     path = arg.split("?", 1)[0]
-    for ep in entry_points(group="agentgym.policies"):
-        if (Path(path) / f"{ep.name}.json").is_file():
-            return agent_factory(f"{ep.name}:{path}")(env)
+    for name in POLICIES.names():  # the registry reads its entry points once per process
+        if (Path(path) / f"{name}.json").is_file():
+            return agent_factory(f"{name}:{path}")(env)
     return chat_agent(f"hf:{arg}", env)
 
 

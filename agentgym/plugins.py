@@ -4,7 +4,8 @@ functions and trainer policies (``model.policy``).
 A :class:`Registry` maps names to items of one kind. Items arrive three ways: ``register`` (the
 built-ins, one line each, with the item itself or a ``"module:attr"`` reference that is imported on
 first use, so registering imports nothing), a ``builtins`` hook run before the first lookup, and
-the registry's entry-point group, for other distributions. A plug-in that fails to load warns, as
+the registry's entry-point group, for this and other distributions (read once, at the first
+lookup, like the hook). A plug-in that fails to load warns, as
 in Gymnasium and Inspect: a broken registrar is skipped, a broken item is a ``ValueError`` when
 asked for by name; neither breaks the import of agentgym.
 """
@@ -12,6 +13,7 @@ asked for by name; neither breaks the import of agentgym.
 from __future__ import annotations
 
 import importlib
+import threading
 import warnings
 from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
@@ -47,7 +49,11 @@ class Registry(Generic[T]):
     ) -> None:
         self.what, self.group, self.builtins, self.registrars = what, group, builtins, registrars
         self.items: dict[str, T | str] = {}
+        self.entry_points: list[EntryPoint] = []
+        """The group's entry points, read once by :meth:`load`."""
         self.loaded = False
+        self._loading = False
+        self._lock = threading.RLock()
 
     @overload
     def register(self, name: str, item: T) -> T: ...
@@ -62,13 +68,13 @@ class Registry(Generic[T]):
         """The item called ``name``, or None; a reference is imported here, once."""
         self.load()
         if name not in self.items and not self.registrars:
-            for ep in entry_points(group=self.group, name=name):
+            ep = next((e for e in self.entry_points if e.name == name), None)
+            if ep is not None:
                 try:
                     self.items[name] = ep.load()
                 except Exception as e:  # listed by names(), so say it is there but broken
                     self._warn(ep, e)
                     raise ValueError(f"{self.what} {name!r} is installed but broken: {e}") from e
-                break
         item = self.items.get(name)
         if isinstance(item, str):
             item = self.items[name] = load_ref(item)  # type: ignore[assignment]
@@ -86,17 +92,27 @@ class Registry(Generic[T]):
         self.load()
         if self.registrars:
             return sorted(self.items)
-        return sorted({*self.items, *(ep.name for ep in entry_points(group=self.group))})
+        return sorted({*self.items, *(ep.name for ep in self.entry_points)})
 
     def load(self) -> None:
-        """Run the built-ins hook (and, for registrars, every entry point) once."""
+        """Run the built-ins hook and read the group's entry points, once; a registrars group
+        runs each of them here. Another thread waits until it is done (the first lookups may come
+        from an evaluation's worker threads); a hook's own lookups see what is there so far."""
         if self.loaded:
             return
-        self.loaded = True
-        self.builtins()
-        if self.registrars:
-            for ep in entry_points(group=self.group):
-                self._run_registrar(ep)
+        with self._lock:
+            if self.loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                self.builtins()
+                self.entry_points = list(entry_points(group=self.group))
+                if self.registrars:
+                    for ep in self.entry_points:
+                        self._run_registrar(ep)
+            finally:
+                self._loading = False
+            self.loaded = True
 
     def _run_registrar(self, ep: EntryPoint) -> None:
         try:

@@ -4,11 +4,16 @@ Every agentgym env is registered twice: here (with its docs-facing metadata) and
 registry, so ``gymnasium.make("agentgym/Clarify-v0")`` works after ``import agentgym``. Envs of other
 distributions register through the entry-point group ``agentgym.envs``; a broken plugin warns and is
 skipped, it never breaks the import.
+
+``isolate=NAME`` builds the env through :data:`ISOLATION`, which a sandbox plug-in fills (this
+distribution's ``sandbox/`` through the entry-point group ``agentgym.isolation``): the core names
+no sandbox module.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +23,12 @@ from agentgym.plugins import Registry, load_ref
 
 ENTRY_POINT_GROUP = "agentgym.envs"
 NAMESPACE = "agentgym"
+
+Isolator = Callable[[str, dict[str, Any]], Any]
+"""``(env id, env kwargs) -> env``: the env built in a sandbox, behind a proxy with its API."""
+ISOLATION: Registry[Isolator] = Registry("isolation", "agentgym.isolation", registrars=True)
+"""``isolate=NAME`` by name; each ``agentgym.isolation`` entry point is a function that registers
+its names (the sandbox registers one per sandbox provider: ``docker``, ``local``, plug-ins)."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +52,7 @@ class EnvSpec:
         """Build the env, ``isolate`` and ``kwargs`` already checked (:func:`make` checks them;
         an evaluation checks them once for all its episodes)."""
         if isolate is not None:
-            from agentgym.sandbox.isolated_env import IsolatedEnv  # the core does not need sandbox/
-
-            env = IsolatedEnv(self.id, provider=isolate, env_kwargs={**self.kwargs, **kwargs})
+            env = ISOLATION.get(isolate)(self.id, {**self.kwargs, **kwargs})
         else:
             env = self.load()(**{**self.kwargs, **kwargs})
         env.spec = gymnasium.spec(self.id)
@@ -86,20 +95,25 @@ def spec(env_id: str) -> EnvSpec:
     if found is not None:
         return found
     known = ENVS.names()
+    if not known:  # the plug-ins all failed to load: each warned why
+        raise KeyError(
+            f"no environment {env_id!r}: no env is registered (see the plug-in warnings above; "
+            "Python started in a clone's root imports the clone's agentgym, which finds the "
+            "clone's envs once the clone is installed with `pip install -e .`)"
+        )
     close = difflib.get_close_matches(full, known, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(known)}")
 
 
 def check_isolate(isolate: str | None) -> None:
-    """A ``ValueError`` unless ``isolate`` is None or a sandbox provider's name (built in or a
-    plug-in: the providers' own registry says which)."""
+    """A ``ValueError`` unless ``isolate`` is None or a name in :data:`ISOLATION` (a sandbox
+    provider's, built in or a plug-in)."""
     if isolate is None:
         return
-    from agentgym.sandbox.providers import provider_names  # only when isolating
-
-    if isolate not in (names := provider_names()):
-        raise ValueError(f"isolate={isolate!r}: use one of {', '.join(names)}")
+    if isolate not in (names := ISOLATION.names()):
+        allowed = f"use one of {', '.join(names)}" if names else "no sandbox plug-in is installed"
+        raise ValueError(f"isolate={isolate!r}: {allowed}")
 
 
 def check_nesting(env_ids: list[str], isolate: str | None) -> None:

@@ -3,21 +3,8 @@
 The protocol and the built-in ``expert``/``random``/``human`` agents live in :mod:`agentgym.agent`;
 this package holds the policies of the methods (trained policies, teachers); the generic model
 agent (``openai:``, ``litellm:``, ``hf:``) is the core's :mod:`agentgym.chat_agent`.
-Each is an ``--agent PREFIX:ARG`` spec through one line in ``BUILTIN_PREFIXES``: registration is
-by ``module:function`` string, so it imports no agent module, and needs no entry point (other
-distributions use the ``agentgym.agents`` entry-point group instead).
+Each is an ``--agent PREFIX:ARG`` spec through one line in pyproject's
+``[project.entry-points."agentgym.agents"]`` (``PREFIX = "agentgym.agents.MODULE:function"``), as
+any other distribution adds its agents: the core names no module of this package, and an agent
+module is imported only when its spec is first used.
 """
-
-from agentgym.agent import register_agent
-
-BUILTIN_PREFIXES: dict[str, str] = {
-    # PREFIX: module:function below agentgym.agents, called as function(ARG, env)
-    "also": "also:also_agent",
-    "pa_moe": "pa_moe:pa_moe_agent",
-}
-
-
-def register_agents() -> None:
-    """Register every agent of this package (the core calls this before its first lookup)."""
-    for prefix, ref in BUILTIN_PREFIXES.items():
-        register_agent(prefix, f"{__name__}.{ref}")

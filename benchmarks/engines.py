@@ -16,7 +16,7 @@ seconds first):
    ``--rl-tasks`` x ``--rl-group`` episodes, to fit a CPU), with the step's generation seconds
    and, for vLLM rollouts, the logprob gap between the engine and the policy.
 
-Engines: ``before`` is today's path up to issue 34 (``LocalEngine(mode="generate")``:
+Engines: ``before`` is the older path (``LocalEngine(mode="generate")``:
 ``transformers.generate`` behind a dynamic batcher, with its prefix cache), ``after`` the
 continuous-batching :class:`LocalEngine`, and ``vllm`` (:class:`VLLMEngine`, the same interface)
 where vLLM is installed (``VLLM_CPU_OMP_THREADS_BIND=0`` binds it to one core). Greedy outputs of

@@ -1,4 +1,4 @@
-"""Parsers of model and user text on adversarial input: seconds at 64 KB and 1 MB (issue 37 item 4).
+"""Parsers of model and user text on adversarial input: seconds at 64 KB and 1 MB.
 
 Each row is one parser fed the input that made the regex it replaced quadratic or worse. A linear
 parser takes about 16 times longer on 1 MB than on 64 KB; the bound (``--bound``, 2 s by default) is

@@ -1,4 +1,4 @@
-"""read_file time against file size, docker and local, plus ``/dev/zero`` (issue 37 item 5).
+"""read_file time against file size, docker and local, plus ``/dev/zero``.
 
 Linear reads take about the same seconds per MB at every size; the quadratic AttachChannel took
 0.0 s at 1 MB, 0.7 s at 4 MB, 15.1 s at 16 MB and gave no answer for 100 MB within 120 s. The

@@ -6,6 +6,7 @@ pyproject's package data takes its ``data/`` (docs/ARCHITECTURE.md, "Adding an e
 """
 
 from agentgym.agent import register_agent
+from agentgym.bounded_context import NOTES
 from agentgym.registry import register
 
 # fmt: off
@@ -34,10 +35,18 @@ ENV_AGENTS: dict[str, str] = {
     "search": "household.searcher:search_agent",
 }
 
+ENV_NOTES: dict[str, str] = {
+    # ?notes=NAME / rollout.notes of a bounded context that ship with an env (module:function)
+    "household": "household.notes:room_notes",
+}
+
 
 def register_envs() -> None:
-    """Register every built-in env with agentgym and Gymnasium, and the agents envs ship."""
+    """Register every built-in env with agentgym and Gymnasium, and the agents and bounded-context
+    notes envs ship."""
     for env_id, (entry_point, description) in BUILTIN_ENVS.items():
         register(env_id, f"{__name__}.{entry_point}", description=description)
     for prefix, ref in ENV_AGENTS.items():
         register_agent(prefix, f"{__name__}.{ref}")
+    for name, ref in ENV_NOTES.items():
+        NOTES.register(name, f"{__name__}.{ref}")

@@ -5,14 +5,14 @@
 #   bash experiments/commit_snapshots.sh OUT TO SINCE [BUDGET_MB] [EVERY] [CKPT_EVERY]  # repo root
 #
 # OUT: the run folder (/work/runs/household-rl); TO: its snapshot in the git tree
-# (experiments/runs/household-rl); SINCE: the commit this session started from (what has landed);
+# (experiments/runs/household-rl); SINCE: the commit the work started from (what has landed);
 # EVERY: seconds between snapshots (default 900), or `once`; CKPT_EVERY: the fewest seconds
 # between two commits that carry newer checkpoints (default 3600).
 #
 # Why a budget: a session's commits may add up to at most 256 MiB of diff text, and a checkpoint
 # (LoRA adapters, AdamW moments, RNG states, tokenizer: 19 MB) costs about 43 MiB of it each time
 # it replaces the last one (the new files plus the old ones removed, binary patches in base85), so
-# six RL steps snapshotted as they end are past the limit. One try of issue 35 submitted too much
+# six RL steps snapshotted as they end are past the limit. One earlier try submitted too much
 # and none of it landed. So the stores (episodes, metrics: a few hundred KB) are committed every
 # time, and newer checkpoints at most every CKPT_EVERY seconds and only while the session's diffs
 # since SINCE plus their own stay under BUDGET_MB (default 160); otherwise the checkpoints already
@@ -32,7 +32,7 @@ diff_bytes() { git "$1" -p --binary --no-renames "${@:2}" | wc -c; }
 commit_once() {
     python -m experiments.household_full snapshot --out "$OUT" --to "$TO" >/dev/null
     git add -A -- "$TO"
-    # A snapshot on top of this session's last one replaces it (amend): the checkpoints it carried and
+    # A snapshot on top of the loop's own last one replaces it (amend): the checkpoints it carried and
     # that are now superseded then cost nothing.
     local base=HEAD amend=() used pending note
     if git log -1 --format=%s | grep -q "^$SUBJECT" && ! git merge-base --is-ancestor HEAD "$SINCE"; then

@@ -1,4 +1,4 @@
-"""SmolLM2 on ALFWorld's valid splits: SFT on the searcher's demonstrations, then RL (issue 35).
+"""SmolLM2 on ALFWorld's valid splits: SFT on the searcher's demonstrations, then RL.
 
     python -m experiments.household_full data --out /work/runs/household     # searcher rows
     python -m experiments.household_full sft  --out /work/runs/household     # LoRA SFT

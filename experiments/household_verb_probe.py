@@ -1,6 +1,6 @@
 """Is the verb learnable? Continue SFT of kept adapters on a remixed set of rows, then ``agree``.
 
-Issue 35's notes arms copy receptacle names well but never choose ``take`` or ``put`` (the first
+The household notes arms copy receptacle names well but never choose ``take`` or ``put`` (the first
 action token carries all the loss; docs/results.md). This probe trains the adapters ``--steps``
 more steps on a remix of the rows (``--mix``, drawn with ``--seed``) and prints the teacher-forced
 agreement per verb of :func:`experiments.household_full.agreement` on the first ``--limit``
@@ -74,8 +74,8 @@ STEP_NUMBERS = re.compile(r"\d+ step\(s\)|step \d+|Observation \d+|Action \d+")
 
 def distinct_states(rows: list[dict]) -> list[dict]:
     """The first row of each state and label, step numbers aside: a learner stuck in a loop
-    reaches the same state (same notes, history and observation) dozens of times, and round 1's
-    588 corrections were 251 states, one of them 44 times."""
+    reaches the same state (same notes, history and observation) dozens of times, and the first DAgger
+    round's 588 corrections were 251 states, one of them 44 times."""
     seen: set[tuple[str, str]] = set()
     kept = []
     for r in rows:

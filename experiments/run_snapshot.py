@@ -1,7 +1,7 @@
 """Carry a long run across machines in git: its stored results and its newest checkpoints.
 
-A session may start on a new machine, where ``/work/runs`` is gone (issue 35 lost four RL steps
-and a 117-episode evaluation that way). ``snapshot`` writes what a run folder holds into a folder
+A session may start on a new machine, where ``/work/runs`` is gone (a household RL run once
+lost four RL steps and a 117-episode evaluation that way). ``snapshot`` writes what a run folder holds into a folder
 of the git tree, small and diff-stable; ``restore`` puts it back, so the same resumable command
 goes on from there:
 

@@ -3,6 +3,10 @@
 Other distributions add providers through the entry-point group ``agentgym.sandboxes``
 (``name = "module:ProviderClass"``; the class takes a :class:`SandboxConfig`), or in-process with
 :func:`register_provider`. A broken plugin warns and is a ``ValueError`` naming it.
+
+Every provider is also an ``isolate=NAME`` of the core (:data:`agentgym.registry.ISOLATION`):
+:func:`register_isolation`, the ``agentgym.isolation`` entry point, registers them all, and
+:func:`register_provider` each new one.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentgym.plugins import Registry
+from agentgym.registry import ISOLATION
 from agentgym.sandbox.config import SandboxConfig
 from agentgym.sandbox.pool import Provider, SandboxPool
 
@@ -25,6 +30,25 @@ def register_provider(name: str, provider: Callable[..., Provider] | str) -> Non
     """Make ``provider`` (a class taking a :class:`SandboxConfig`, or its ``"module:Class"``)
     available as ``name``: to ``get_provider``, ``open_pool`` and ``--isolate``."""
     PROVIDERS.register(name, provider)
+    ISOLATION.register(name, isolated(name))
+
+
+def isolated(provider: str) -> Callable[[str, dict[str, Any]], Any]:
+    """The core's ``isolate=provider``: the env built as an :class:`IsolatedEnv` in ``provider``."""
+
+    def make(env_id: str, env_kwargs: dict[str, Any]) -> Any:
+        from agentgym.sandbox.isolated_env import IsolatedEnv  # it imports this module
+
+        return IsolatedEnv(env_id, provider=provider, env_kwargs=env_kwargs)
+
+    return make
+
+
+def register_isolation() -> None:
+    """Make every provider an ``isolate=NAME`` of the core (the ``agentgym.isolation`` entry
+    point, run when the core first isolates an env)."""
+    for name in provider_names():
+        ISOLATION.register(name, isolated(name))
 
 
 def provider_names() -> list[str]:

@@ -125,11 +125,11 @@ def test_an_import_error_of_no_extra_is_still_a_traceback():
 
 CLONE_ROOT_LINES = """
 import sys
-# As after a plain `pip install .`: nothing outside this folder maps agentgym.envs to the
-# checkout (an editable install's finder would), so only the package itself can find it.
-sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-import gymnasium
-gymnasium.make("agentgym:agentgym/Clarify-v0").close()  # imports agentgym itself
+if sys.argv[1] == "plain":  # as after a plain `pip install .`: no finder maps agentgym.envs
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+else:
+    import gymnasium
+    gymnasium.make("agentgym:agentgym/Clarify-v0").close()  # imports agentgym itself
 import agentgym
 agentgym.make("Clarify-v0").close()
 import agentgym.envs.clarify as m
@@ -138,20 +138,34 @@ print(m.__file__)
 """
 
 
-def test_python_started_in_the_clone_root_imports_a_whole_agentgym():
-    """The README's lines work from the clone's root, where ``agentgym/`` (without ``envs/``)
-    shadows any installed copy (issue 32, section 3)."""
+def clone_root_python(install: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run(
-        [sys.executable, "-c", CLONE_ROOT_LINES],
+    return subprocess.run(
+        [sys.executable, "-c", CLONE_ROOT_LINES, install],
         cwd=ROOT,
         env={**env, "PAGER": "cat"},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_python_started_in_the_clone_root_imports_the_clones_envs():
+    """The README's lines work from the clone's root, where ``agentgym/`` (without ``envs/``)
+    shadows any installed copy, once the clone is installed editable (``pip install -e .``, as
+    ``scripts/dev-setup.sh`` does): its finder maps ``agentgym.envs`` to ``envs/``."""
+    result = clone_root_python("editable")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == str(ROOT / "envs" / "clarify" / "__init__.py")
+
+
+def test_a_plain_install_used_from_the_clone_root_says_what_to_do():
+    """Over a plain ``pip install .`` nothing maps the clone's ``envs/`` under its ``agentgym/``:
+    the plug-in warns, and ``make`` names the fix instead of listing no envs."""
+    result = clone_root_python("plain")
+    assert result.returncode == 1
+    assert "env plugin 'builtin' (agentgym.envs:register_envs) failed to load" in result.stderr
+    assert "no env is registered" in result.stderr and "pip install -e ." in result.stderr
 
 
 def test_ci_runs_the_quick_start_on_a_base_install_before_the_tests():

@@ -1,8 +1,10 @@
-"""experiments/: a shared kit and no import cycle; regenerated sections keep hand-written text."""
+"""experiments/: a shared kit, no import cycle, an experiment importing another only where
+experiments/__init__.py says so; regenerated sections keep hand-written text."""
 
 import ast
 from pathlib import Path
 
+from experiments import BUILDS_ON
 from experiments.results import replace_section, section_text
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
@@ -34,6 +36,14 @@ def test_experiments_have_no_import_cycle():
     assert not cyclic, f"experiments in an import cycle: {cyclic}"
     users = sorted(m for m, deps in graph.items() if "train_demo" in deps)
     assert not users, f"{users} import train_demo: shared code belongs in experiments/kit.py"
+
+
+def test_an_experiment_imports_another_only_as_experiments_init_says():
+    """Modules with a command are experiments; the others are shared code any of them may use."""
+    modules = {p.stem: p for p in EXPERIMENTS.glob("*.py") if p.stem != "__init__"}
+    runnable = {m for m, p in modules.items() if "__main__" in p.read_text(encoding="utf-8")}
+    found = {m: _imports(modules[m]) & runnable for m in sorted(runnable)}
+    assert {m: deps for m, deps in found.items() if deps} == BUILDS_ON
 
 
 def test_a_regenerated_section_keeps_its_hand_written_block(tmp_path):

@@ -1,4 +1,4 @@
-"""The smaller frictions of a first run (issue 32, section 5): what a rerun, a log file, a report of
+"""The smaller frictions of a first run: what a rerun, a log file, a report of
 two runs of one agent, a training run's record and the model download say."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile-input probes (issue 23): the serve abuse set over the tiny model.
+"""Hostile-input probes: the serve abuse set over the tiny model.
 
 Each probe is one an attacker or an unlucky user sent; each failed on the code before the fix.
 """

@@ -1,4 +1,4 @@
-"""Issue 37 item 7: hostile actions become invalid-action observations in every env, never raise.
+"""Hostile actions become invalid-action observations in every env, never raise.
 
 Each probe raised from ``agentgym.make(id).step(action)`` (or the ``snapshot()`` after it) before
 the fix: Python's int-string limit on JSON integers of over 4,300 digits, 600-deep tool arguments

@@ -1,4 +1,4 @@
-"""Issue 37 item 10: CLI mistakes are one line on stderr and exit 2, before the run starts.
+"""CLI mistakes are one line on stderr and exit 2, before the run starts.
 
 Each probe printed a traceback, ran the whole suite first, or was accepted and then misbehaved.
 """

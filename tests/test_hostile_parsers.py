@@ -1,4 +1,4 @@
-"""Issue 37 item 4: every parser of model or user text runs in linear time.
+"""Every parser of model or user text runs in linear time.
 
 Two kinds of probe per parser: 1 MB of the input that made the old backtracking regex quadratic
 (or cubic), checked for the right answer (a quadratic parser does not finish within the suite's

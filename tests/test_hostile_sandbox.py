@@ -1,4 +1,4 @@
-"""Hostile tenants against the sandbox (issue 37, items 2 and 5): files a reset must not leave to
+"""Hostile tenants against the sandbox: files a reset must not leave to
 the next lease, and reads that must stay linear and capped. Each probe failed before its fix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 37 items 6 and 9: `agentgym serve` against huge and odd requests.
+"""`agentgym serve` against huge and odd requests.
 
 Each probe got a 500, a FastAPI-shaped error, a repeated sample, or held the event loop, before
 the fix. The tiny model keeps them fast; nothing here is timed.

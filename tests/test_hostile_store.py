@@ -1,5 +1,5 @@
-"""Hostile input against the store (issue 37, items 1, 3 and 11): text that is not Unicode, keys
-in agent specs, and store files changed by hand. Each probe failed on the code before its fix."""
+"""Hostile input against the store: text that is not Unicode, keys in agent specs, and store
+files changed by hand. Each probe failed on the code before its fix."""
 
 from __future__ import annotations
 

@@ -67,15 +67,28 @@ def test_import_has_no_side_effects(tmp_path):
     assert out.stdout == "" and out.stderr == "" and list(tmp_path.iterdir()) == []
 
 
-def test_in_tree_agents_need_no_entry_point(monkeypatch):
+def test_this_distributions_agents_arrive_through_the_entry_point_group():
+    from importlib.metadata import entry_points
+
     from agentgym.agent import AGENTS, agent_factory
 
-    monkeypatch.setattr(plugins, "entry_points", lambda **kw: [])  # as if never installed
-    monkeypatch.setattr(AGENTS, "items", {})
-    monkeypatch.setattr(AGENTS, "loaded", False)
-    assert {"openai", "litellm", "hf", "also", "pa_moe"} <= set(AGENTS.names())
+    assert {"also", "pa_moe"} <= {ep.name for ep in entry_points(group="agentgym.agents")}
+    assert {"openai", "litellm", "hf", "also", "pa_moe", "search"} <= set(AGENTS.names())
     env = agentgym.make("Clarify-v0")
     assert type(agent_factory("also:expert")(env)).__name__ == "AlsoAgent"
+
+
+def test_the_agent_registry_reads_its_entry_points_once(monkeypatch):
+    from agentgym.agent import AGENTS
+
+    calls = []
+    monkeypatch.setattr(plugins, "entry_points", lambda group: calls.append(group) or [])
+    monkeypatch.setattr(AGENTS, "items", {})
+    monkeypatch.setattr(AGENTS, "loaded", False)
+    for _ in range(3):
+        assert AGENTS.find("also") is None  # as if never installed: the core names no agent
+        assert "hf" in AGENTS.names()
+    assert calls == ["agentgym.agents"]
 
 
 def test_register_agent_gives_a_spec(monkeypatch):
@@ -94,8 +107,17 @@ def test_isolate_takes_the_providers_registry(monkeypatch):
     with pytest.raises(ValueError, match="isolate='mybox': use one of docker, local"):
         registry.check_isolate("mybox")
     monkeypatch.setattr(PROVIDERS, "items", dict(PROVIDERS.items))
+    monkeypatch.setattr(registry.ISOLATION, "items", dict(registry.ISOLATION.items))
     register_provider("mybox", LocalProvider)
     registry.check_isolate("mybox")  # a plug-in provider is accepted like a built-in
+
+
+def test_isolation_comes_from_its_entry_point_group(monkeypatch):
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])  # no sandbox plug-in
+    monkeypatch.setattr(registry.ISOLATION, "items", {})
+    monkeypatch.setattr(registry.ISOLATION, "loaded", False)
+    with pytest.raises(ValueError, match="isolate='docker': no sandbox plug-in is installed"):
+        registry.check_isolate("docker")
 
 
 def test_a_broken_plugin_item_warns_and_says_so(monkeypatch):
@@ -125,3 +147,30 @@ def test_help_on_every_env_class_shows_its_card(env_id):
     assert env_id.split("/")[1] in shown or env_id.split("/")[1].split("-")[0] in shown
     for row in ("Actions", "Reward", "Expert"):
         assert row in shown, f"{env_id}'s card has no {row} row"
+
+
+def test_a_lookup_during_another_threads_first_load_waits_for_it(monkeypatch):
+    """The first lookups may come from an evaluation's worker threads at once (``hf:`` agents
+    read the policy names per episode): none may see the registry half read."""
+    import threading
+    import time
+
+    go = threading.Event()
+    item = EntryPoint(name="x", value="agentgym.agent:RandomAgent", group="g")
+
+    def slow_entry_points(group):
+        go.wait(5)
+        return [item]
+
+    monkeypatch.setattr(plugins, "entry_points", slow_entry_points)
+    reg: plugins.Registry[object] = plugins.Registry("widget", "g")
+    seen: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: seen.append(reg.names())) for _ in range(2)]
+    threads[0].start()
+    time.sleep(0.05)  # the first thread is reading the entry points
+    threads[1].start()
+    time.sleep(0.05)
+    go.set()
+    for t in threads:
+        t.join(5)
+    assert seen == [["x"], ["x"]]

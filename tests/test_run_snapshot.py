@@ -141,7 +141,7 @@ def _fake_step(folder: Path, step: int, seed: int) -> None:
 def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_path):
     """``experiments/commit_snapshots.sh``: the stores are committed every time, a newer
     checkpoint only while the session's diffs stay under the budget (a try whose every-step
-    snapshots were too big did not land at all), and a snapshot right after this session's last
+    snapshots were too big did not land at all), and a snapshot right after the loop's own last
     one replaces it, never one that has landed."""
     root = Path(__file__).resolve().parents[1]
     repo, out = tmp_path / "repo", tmp_path / "out"

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from agentgym.plugins import Registry
+from agentgym.policies import POLICIES
 from agentgym.train.batch import Batch
 from agentgym.train.episode import TokenEpisode
 
@@ -320,14 +320,13 @@ class PlainPolicy:
 
 PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], Policy]
 """``(model path, device, options, tokenizer, checkpoint to resume or None) -> Policy``."""
-_POLICIES: Registry[PolicyFactory] = Registry("model.policy", "agentgym.policies")
 
 
 def register_policy(name: str, factory: PolicyFactory) -> PolicyFactory:
     """Make ``factory`` available as ``model.policy: name``."""
-    return _POLICIES.register(name, factory)
+    return POLICIES.register(name, factory)
 
 
 def get_policy(name: str) -> PolicyFactory:
     """The factory registered as ``name``, or found in the ``agentgym.policies`` entry points."""
-    return _POLICIES.get(name)
+    return POLICIES.get(name)
