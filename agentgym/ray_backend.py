@@ -18,6 +18,7 @@ from typing import Any
 
 from agentgym.agent import AgentFactory, agent_factory
 from agentgym.episode import Episode
+from agentgym.extras import refusal
 from agentgym.runner import EpisodeSettings, failed_episode, run_episode
 from agentgym.task import Task
 
@@ -28,9 +29,7 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
     try:
         import ray
     except ImportError as e:
-        raise ImportError(
-            "--backend ray needs Ray: pip install 'agentgym[ray]' (or 'ray>=2.9')"
-        ) from e
+        raise refusal("--backend ray", ["ray"]) from e  # pip install ".[ray]", as every extra
     if not ray.is_initialized():
         _check_reachable(address)
         local: dict[str, Any] = {"num_cpus": num_cpus} if address is None else {}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -28,7 +27,7 @@ from typing import Any, Protocol
 from agentgym.agent import Agent, AgentFactory, agent_factory
 from agentgym.env_options import check_suite_options
 from agentgym.episode import Episode
-from agentgym.extras import explain
+from agentgym.extras import explain, missing, refusal
 from agentgym.redact import redact_text
 from agentgym.registry import check_isolate, check_nesting, spec
 from agentgym.rollout import rollout
@@ -410,8 +409,8 @@ def check_backend(backend: str, address: str | None = None) -> str:
         raise ValueError(f"backend={backend!r}: use one of {', '.join(BACKENDS)}")
     if address is not None and backend != "ray":
         raise ValueError(f"address={address!r} is a Ray cluster to join: it needs backend='ray'")
-    if backend == "ray" and importlib.util.find_spec("ray") is None:
-        raise ValueError("backend='ray' needs Ray: pip install 'agentgym[ray]' (or 'ray>=2.9')")
+    if backend == "ray" and (gone := missing("ray")):
+        raise ValueError(str(refusal("--backend ray", gone)))  # pip install ".[ray]", as any extra
     return backend
 
 

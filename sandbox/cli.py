@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agentgym.sandbox.config import IMAGE
@@ -23,7 +24,7 @@ def _client() -> object:
     try:
         return docker_client()
     except SandboxError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -48,20 +49,23 @@ def build(
     client = _client()
     try:
         image.build(
-            client, tag, no_pull, rebuild_base, mirror, log=lambda m: err.print(m, highlight=False)
+            client,
+            tag,
+            no_pull,
+            rebuild_base,
+            mirror,
+            log=lambda m: err.print(escape(m), highlight=False),
         )
     except RuntimeError as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from None
 
 
 @sandbox_app.command()
 def doctor() -> None:
     """Say which providers work on this machine and why the others do not."""
-    from agentgym.sandbox.local import bwrap_works
-
     table = Table("check", "status", "detail")
-    table.add_row("bubblewrap (local provider)", *_ok(bwrap_works(), "bwrap can create namespaces"))
+    table.add_row("bubblewrap (local provider)", *_bwrap())
     client = None
     try:
         from agentgym.sandbox.docker_provider import docker_client
@@ -88,7 +92,25 @@ def doctor() -> None:
 
 
 def _ok(ok: bool, detail: str) -> tuple[str, str]:
-    return ("[green]ok[/green]" if ok else "[red]no[/red]", detail)
+    """The status and detail cells; the detail is plain text (``pip install ".[sandbox]"`` keeps
+    its brackets, which rich would read as markup)."""
+    return ("[green]ok[/green]" if ok else "[red]no[/red]", escape(detail))
+
+
+def _bwrap() -> tuple[str, str]:
+    """Whether bubblewrap works here, and if not, what to do about it."""
+    from agentgym.sandbox.local import bwrap_works
+
+    if shutil.which("bwrap") is None:
+        return _ok(False, "not found: apt-get install -y bubblewrap")
+    if bwrap_works():
+        return _ok(True, "bwrap can create namespaces")
+    return _ok(
+        False,
+        "bwrap is installed but cannot create namespaces here: allow unprivileged user "
+        "namespaces (sysctl kernel.unprivileged_userns_clone=1; in a container, run it with "
+        "--privileged or --security-opt seccomp=unconfined), or use the docker provider",
+    )
 
 
 @sandbox_app.command()

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from agentgym.extras import refusal
 from agentgym.sandbox.base import SandboxError
 from agentgym.sandbox.channel import AttachChannel
 from agentgym.sandbox.client import ServerSandbox, server_command, server_source_line
@@ -40,10 +41,8 @@ def docker_client(timeout: int = 120) -> Any:
     """A Docker SDK client, or a ``SandboxError`` that says how to get Docker working."""
     try:
         import docker
-    except ImportError as e:
-        raise SandboxError(
-            "the docker provider needs the docker SDK: pip install 'agentgym[sandbox]'"
-        ) from e
+    except ImportError as e:  # the project's one-line refusal: pip install ".[sandbox]"
+        raise SandboxError(str(refusal("the docker provider", ["docker"]))) from e
     try:
         _check_local_socket(timeout)
         client = docker.from_env(timeout=timeout)

@@ -114,6 +114,28 @@ def test_a_missing_extra_is_one_line_and_exit_2_before_any_download(tmp_path, ar
     assert not (tmp_path / "tiny").exists()
 
 
+def test_ray_is_refused_in_the_same_form_as_every_extra(tmp_path):
+    result = agentgym_without(
+        ["ray"], "eval", "clarify/test", "-a", "expert", "--backend", "ray", "--db",
+        str(tmp_path / "r.db"), cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines == ['error: --backend ray needs ray, which is not installed: pip install ".[ray]"']
+
+
+def test_sandbox_doctor_shows_install_hints_with_their_brackets(tmp_path):
+    """Without the docker SDK and without bubblewrap on PATH, each row says what to install;
+    ``[sandbox]`` is text, not rich markup that would vanish."""
+    env = {"PATH": str(tmp_path), "COLUMNS": "400"}  # no bwrap, no debootstrap here
+    result = agentgym_without(["docker"], "sandbox", "doctor", cwd=ROOT, env=env)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    assert 'pip install ".[sandbox]"' in rows["docker engine"], rows
+    assert "apt-get install -y bubblewrap" in rows["bubblewrap (local provider)"], rows
+    assert "apt-get install -y debootstrap" in rows["debootstrap (--no-pull build)"], rows
+
+
 def test_an_import_error_of_no_extra_is_still_a_traceback():
     from agentgym.extras import explain
 

@@ -135,7 +135,8 @@ def _fake_step(folder: Path, step: int, seed: int) -> None:
     step_dir.mkdir(parents=True)
     noise = random.Random(seed)
     (step_dir / "adapter_model.safetensors").write_bytes(noise.randbytes(700_000))
-    (step_dir / "trainer_state.pt").write_bytes(noise.randbytes(700_000))
+    (step_dir / "trainer_state.safetensors").write_bytes(noise.randbytes(700_000))
+    (step_dir / "trainer_state.json").write_text("{}")
 
 
 def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_path):
@@ -166,14 +167,14 @@ def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_p
         return int(_git(repo, "rev-list", "--count", "HEAD"))
 
     first = loop_once(budget_mib=50, since="HEAD")
-    assert "snap/rl-1/step-000001/trainer_state.pt" in first
+    assert "snap/rl-1/step-000001/trainer_state.safetensors" in first
     assert any(name.startswith("snap/eval/") and name.endswith(".jsonl.gz") for name in first)
     _git(repo, "commit", "-q", "--allow-empty", "-m", "code", env=env)
 
     agentgym.evaluate(suite, "expert", db=out / "eval.db")  # a second run, of three episodes
     _fake_step(out / "rl-1", 2, seed=2)
     held = loop_once(budget_mib=2, since="HEAD~2")  # the first snapshot used about 1.9 MiB
-    assert "snap/rl-1/step-000001/trainer_state.pt" in held
+    assert "snap/rl-1/step-000001/trainer_state.safetensors" in held
     assert not any("step-000002" in name for name in held)
     assert _git(repo, "log", "-1", "--format=%s").find("checkpoints held") > 0
     assert commits() == 4
@@ -182,7 +183,7 @@ def test_the_snapshot_loop_holds_checkpoints_past_the_sessions_diff_budget(tmp_p
     assert (restored / "rl-1" / "step-000001").is_dir()
 
     after = loop_once(budget_mib=50, since="HEAD~3")
-    assert "snap/rl-1/step-000002/trainer_state.pt" in after
+    assert "snap/rl-1/step-000002/trainer_state.safetensors" in after
     assert not any("step-000001" in name for name in after)
     assert commits() == 4  # the held snapshot replaced, not followed
 

@@ -121,7 +121,8 @@ def is_fetched(name: str) -> bool:
 
 def resolve_model_path(path: str, announce: bool = True) -> str:
     """The checkpoint folder for an ``hf:`` argument: a known name (fetched on first use), a folder
-    holding a GGUF file (converted on first use), or any other path unchanged."""
+    holding a GGUF file (converted on first use), or any other path unchanged. A folder whose
+    weights are only pickled is refused (:func:`refuse_pickled`)."""
     if path in KNOWN_MODELS and not Path(path).exists():
         return str(fetch(path, quiet=not announce))
     folder = Path(path)
@@ -129,7 +130,36 @@ def resolve_model_path(path: str, announce: bool = True) -> str:
         ggufs = sorted(folder.glob("*.gguf"))
         if ggufs:
             return str(convert_gguf_cached(ggufs[0], quiet=not announce))
+    refuse_pickled(folder)
     return path
+
+
+PICKLED_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
+"""Weight files that load by unpickling (``pytorch_model.bin``, ``adapter_model.bin``)."""
+
+
+class PickledCheckpoint(ValueError):
+    """A checkpoint folder whose weights are pickled only; the message is one line naming the
+    file."""
+
+
+def refuse_pickled(folder: Path) -> None:
+    """Raise :class:`PickledCheckpoint` when ``folder`` is a checkpoint (``config.json``) or
+    adapter folder (``adapter_config.json``) with pickled weights and no safetensors ones:
+    unpickling can run code, and only safetensors are loaded (transformers would otherwise
+    unpickle ``pytorch_model.bin``)."""
+    for config, safe in (("config.json", "*.safetensors*"), ("adapter_config.json", "adapter_*")):
+        if not (folder / config).is_file():
+            continue
+        safetensors = [p for p in folder.glob(safe) if ".safetensors" in p.name]
+        pickled = sorted(p for pattern in PICKLED_WEIGHTS for p in folder.glob(pattern))
+        if config == "adapter_config.json":
+            pickled = [p for p in pickled if p.name.startswith("adapter_")]
+        if pickled and not safetensors:
+            raise PickledCheckpoint(
+                f"{pickled[0]}: pickled weights are never loaded (unpickling can run code); "
+                "only safetensors weights are (model.safetensors, adapter_model.safetensors)"
+            )
 
 
 _fetch_lock = threading.Lock()

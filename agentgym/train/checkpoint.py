@@ -1,5 +1,6 @@
 """Checkpoints that resume exactly: weights via ``save_pretrained``, plus optimizer, extra modules
-(value head), RNG states and the step, in ``OUT/step-NNNNNN/``.
+(value head), RNG states and the step, in ``OUT/step-NNNNNN/``; that state is safetensors plus
+JSON (:mod:`agentgym.train.state_file`), never a pickle.
 
 Rollout and data order derive from (seed, step), not from a running RNG stream, so a resumed run
 draws the same tasks and samples as an uninterrupted one; the RNG states are restored as well
@@ -8,16 +9,17 @@ for anything else that draws.
 
 from __future__ import annotations
 
-import random
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-STATE_FILE = "trainer_state.pt"
+from agentgym.train import state_file
+
+STATE_FILE = state_file.STATE
+"""Written last: a folder that has it holds a finished checkpoint."""
 EMBEDDINGS = ("embed_tokens", "lm_head", "wte", "word_embeddings")
 
 
@@ -53,30 +55,20 @@ def save(
     directory.mkdir(parents=True, exist_ok=True)
     save_weights(model, directory)
     tokenizer.save_pretrained(directory)
-    torch.save(
-        {
-            "step": step,
-            "optimizer": optimizer.state_dict(),
-            "extra": {name: m.state_dict() for name, m in extra.items()},
-            "rng": {
-                "python": random.getstate(),
-                "numpy": np.random.get_state(),
-                "torch": torch.get_rng_state(),
-            },
-            "config": config,
-        },
-        directory / STATE_FILE,
-    )
+    (directory / state_file.PICKLED).unlink(missing_ok=True)  # an earlier version's, now stale
+    state_file.write(directory, optimizer, extra, step, config)
     return directory
 
 
 def latest(out_dir: str | Path) -> Path | None:
-    """The newest ``step-N`` checkpoint under ``out_dir`` that finished writing."""
+    """The newest ``step-N`` checkpoint under ``out_dir`` that finished writing. One an earlier
+    version pickled counts too, so that resuming refuses it by name instead of starting over."""
     root = Path(out_dir)
     found = [
         (int(m.group(1)), p)
         for p in root.glob("step-*")
-        if (m := re.fullmatch(r"step-(\d+)", p.name)) and (p / STATE_FILE).is_file()
+        if (m := re.fullmatch(r"step-(\d+)", p.name))
+        and ((p / STATE_FILE).is_file() or (p / state_file.PICKLED).is_file())
     ]
     return max(found)[1] if found else None
 
@@ -84,15 +76,17 @@ def latest(out_dir: str | Path) -> Path | None:
 def load_state(
     directory: Path, optimizer: torch.optim.Optimizer, extra: dict[str, torch.nn.Module]
 ) -> int:
-    """Restore optimizer, extra modules and RNGs from ``directory``; return the step."""
-    state = torch.load(directory / STATE_FILE, weights_only=False)
-    optimizer.load_state_dict(state["optimizer"])
-    for name, module in extra.items():
-        module.load_state_dict(state["extra"][name])
-    random.setstate(state["rng"]["python"])
-    np.random.set_state(state["rng"]["numpy"])
-    torch.set_rng_state(state["rng"]["torch"])
-    return int(state["step"])
+    """Restore optimizer, extra modules and RNGs from ``directory``; return the step. A pickled,
+    corrupt or unfitting state is :class:`~agentgym.train.state_file.StateRefused`, one line
+    naming the file."""
+    return state_file.restore(directory, optimizer, extra)
+
+
+def check_state(directory: Path) -> None:
+    """Refuse (:class:`~agentgym.train.state_file.StateRefused`) a checkpoint whose trainer state
+    cannot be resumed, before anything loads: a pickled ``trainer_state.pt``, or a JSON or
+    safetensors file that is not one."""
+    state_file.check(directory)
 
 
 def step_dir(out_dir: str | Path, step: int) -> Path:

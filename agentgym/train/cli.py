@@ -16,9 +16,12 @@ from agentgym.train.trainer import Trainer
 def check_checkpoint(cfg: TrainConfig) -> None:
     """A ``FileNotFoundError`` (make one with ``agentgym model init``) when ``model.path`` names
     no checkpoint and the run will load it: before any env, tokenizer or model is built, where
-    the trainer would fail later with a traceback."""
-    resumes = cfg.resume and checkpoint.latest(cfg.out_dir) is not None
-    if not resumes or cfg.model.policy is not None:  # a policy always builds on model.path
+    the trainer would fail later with a traceback. A run that resumes has its trainer state
+    checked too (:func:`agentgym.train.checkpoint.check_state`)."""
+    resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
+    if resume_from is not None:  # a pickled or corrupt trainer state: one line, nothing loaded
+        checkpoint.check_state(resume_from)
+    if resume_from is None or cfg.model.policy is not None:  # a policy builds on model.path
         resolve_checkpoint(cfg.model.path)
 
 

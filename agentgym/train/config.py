@@ -23,13 +23,18 @@ from pydantic import (
 )
 
 from agentgym.bounded_context import check_notes
+from agentgym.train import config_yaml
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.config_errors import one_line
 from agentgym.train.policy import LoraConfig
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float is finite
+
+
+BIG = 2**31 - 1
+"""Upper bound of counts and sizes: what C and torch take as an int."""
 
 
 PRECISION_DTYPES: dict[str, str] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -71,13 +76,13 @@ class EnvConfig(_Strict):
     """Training suite (name or path); default: the env's default suite."""
     tags: list[str] = []
     """Keep only training tasks with all of these tags."""
-    limit: int | None = None
+    limit: int | None = Field(default=None, ge=1, le=BIG)
     """Keep only the first N training tasks."""
     eval_suite: str | None = None
     """Held-out suite for evaluation; None skips evaluation."""
     eval_tags: list[str] = []
     """Keep only evaluation tasks with all of these tags."""
-    eval_limit: int | None = None
+    eval_limit: int | None = Field(default=None, ge=1, le=BIG)
     """Evaluate on the first N held-out tasks."""
     system_prompt: bool = True
     """Put the env's system prompt before the first observation (off saves tokens for tiny
@@ -95,30 +100,30 @@ class EnvConfig(_Strict):
 class RolloutConfig(_Strict):
     """How episodes are sampled."""
 
-    tasks_per_step: int = Field(default=8, ge=1)
+    tasks_per_step: int = Field(default=8, ge=1, le=BIG)
     """Distinct tasks per training step."""
-    group_size: int = Field(default=8, ge=1)
+    group_size: int = Field(default=8, ge=1, le=BIG)
     """Episodes per task (GRPO's group)."""
-    max_turns: int = Field(default=8, ge=1)
+    max_turns: int = Field(default=8, ge=1, le=BIG)
     """Turn limit of an episode (the env's own limit may end it sooner)."""
-    max_new_tokens: int = Field(default=32, ge=1)
+    max_new_tokens: int = Field(default=32, ge=1, le=BIG)
     """Tokens per action."""
-    temperature: float = Field(default=1.0, ge=0.0)
+    temperature: float = Field(default=1.0, ge=0.0, le=100.0)
     """Sampling temperature (1.0 keeps the recorded logprobs those of the policy itself)."""
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     """Nucleus sampling."""
-    max_context_tokens: int = Field(default=4096, ge=16)
+    max_context_tokens: int = Field(default=4096, ge=16, le=BIG)
     """An episode whose context would exceed this ends with status ``limit``."""
-    history: int | None = Field(default=None, ge=0)
+    history: int | None = Field(default=None, ge=0, le=BIG)
     """Bounded context: every turn's prompt is the task, the last ``history`` steps, the
     observation and the admissible actions (``agentgym/bounded_context.py``), as the chat agent's
     ``?history=K`` builds it; needs ``algo.layout: step``. None: one growing chat."""
     notes: str | None = None
     """Notes in the bounded context (``household``), as the chat agent's ``?notes=NAME`` adds
     them (:data:`agentgym.bounded_context.NOTES`); needs ``history``."""
-    max_batch_size: int = Field(default=64, ge=1)
+    max_batch_size: int = Field(default=64, ge=1, le=BIG)
     """Sequences per generation batch."""
-    prefix_cache_mb: int = Field(default=2048, ge=0)
+    prefix_cache_mb: int = Field(default=2048, ge=0, le=BIG)
     """Keys and values of the episodes' earlier turns, kept so a later turn prefills only its
     new tokens. Cleared before every rollout batch (the weights change between); a policy with
     per-turn adapters (``model.policy``) never uses it. 0 turns it off."""
@@ -126,13 +131,13 @@ class RolloutConfig(_Strict):
     """What generates: ``local`` (transformers, the policy's own module) or ``vllm`` (the vllm
     extra: the engine is synced to the policy after every update, LoRA adapters or all weights,
     and the loss uses logprobs the trainer recomputes; the gap is logged every step)."""
-    kv_cache_gb: float = Field(default=2.0, gt=0)
+    kv_cache_gb: float = Field(default=2.0, gt=0, le=1e6)
     """``engine: vllm`` only: vLLM's KV cache in GiB (on a CPU and a GPU alike)."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None
     """Ray cluster address (None: start or join a local instance)."""
-    num_workers: int = Field(default=2, ge=1)
+    num_workers: int = Field(default=2, ge=1, le=4096)
     """Ray env-worker actors."""
 
 
@@ -145,7 +150,7 @@ class AlgoConfig(_Strict):
     algorithm does not read is an error when the config loads.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     name: str = "grpo"
     """A registered algorithm (:func:`agentgym.train.algorithm.register_algorithm`): sft, grpo
@@ -155,33 +160,33 @@ class AlgoConfig(_Strict):
     algorithm's own (grpo -> "grpo", reinforce_pp -> "reinforce_pp", gigpo -> "gigpo")."""
     scale: Literal["std", "none"] = "std"
     """Group advantage: divide by the group's std (GRPO) or not (Dr.GRPO)."""
-    clip_low: float = 0.2
+    clip_low: float = Field(default=0.2, ge=0.0, lt=1.0)
     """PPO-style ratio clip below 1 (grpo, gigpo, reinforce_pp, ppo)."""
-    clip_high: float = 0.2
+    clip_high: float = Field(default=0.2, ge=0.0, le=1e6)
     """Ratio clip above 1; DAPO's clip-higher uses 0.28."""
-    kl_coef: float = 0.0
+    kl_coef: float = Field(default=0.0, ge=0.0, le=1e6)
     """Weight of the k3 KL estimate to the starting policy (0 skips the reference model)."""
-    entropy_coef: float = 0.0
+    entropy_coef: float = Field(default=0.0, ge=0.0, le=1e6)
     """Entropy bonus weight."""
     loss_agg: LossAgg = "token-mean"
     """token-mean (DAPO, Dr.GRPO), sequence-mean (GRPO paper), episode-mean."""
     layout: Layout = "episode"
     """Rows per whole episode, or one row per step (same loss, different memory/compute)."""
-    epochs: int = Field(default=1, ge=1)
+    epochs: int = Field(default=1, ge=1, le=BIG)
     """Optimisation passes over each rollout batch (ratio clipping matters from the second)."""
-    gamma: float = 0.95
+    gamma: float = Field(default=0.95, ge=0.0, le=1.0)
     """Discount over turns (gigpo step returns, ppo GAE)."""
-    lam: float = 0.95
+    lam: float = Field(default=0.95, ge=0.0, le=1.0)
     """GAE lambda (ppo)."""
-    omega: float = 1.0
+    omega: float = Field(default=1.0, ge=0.0, le=1e6)
     """Weight of GiGPO's step advantage."""
     anchor: Literal["exact", "similarity"] = "exact"
     """GiGPO anchor key: identical observations, or similar ones (``anchor_threshold``)."""
-    anchor_threshold: float = 0.9
+    anchor_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
     """difflib ratio at which two observations share a GiGPO anchor."""
     group_baseline: bool = True
     """REINFORCE++: subtract the group mean before whitening over the batch."""
-    vf_coef: float = 0.5
+    vf_coef: float = Field(default=0.5, ge=0.0, le=1e6)
     """Value loss weight (ppo)."""
     loss_logits_only: bool = True
     """grpo/reinforce_pp/gigpo: run the LM head only at positions that carry loss (same values;
@@ -264,13 +269,13 @@ class AlgoConfig(_Strict):
 class OptimConfig(_Strict):
     """AdamW and batching."""
 
-    lr: float = 1e-4
+    lr: float = Field(default=1e-4, gt=0.0, le=1e3)
     """Learning rate."""
-    weight_decay: float = 0.0
+    weight_decay: float = Field(default=0.0, ge=0.0, le=1e6)
     """AdamW weight decay."""
-    grad_clip: float = 1.0
+    grad_clip: float = Field(default=1.0, ge=0.0)
     """Clip the gradient norm to this (0 disables)."""
-    micro_batch_size: int = Field(default=8, ge=1)
+    micro_batch_size: int = Field(default=8, ge=1, le=BIG)
     """Rows per forward/backward; gradients accumulate over the whole batch."""
     sort_by_length: bool = True
     """Form micro-batches from length-sorted rows (less padding; the loss is unchanged, its
@@ -285,12 +290,12 @@ class SFTConfig(_Strict):
     (``agentgym export``) or chat rows (``{"messages": [...]}``)."""
     only_success: bool = True
     """Train on successful episodes only."""
-    batch_size: int = Field(default=16, ge=1)
+    batch_size: int = Field(default=16, ge=1, le=BIG)
     """Episodes per optimiser step."""
-    context_weight: float = Field(default=0.0, ge=0.0)
+    context_weight: float = Field(default=0.0, ge=0.0, le=1e6)
     """Weight of a language-modelling loss on the context tokens ("train on inputs"); helps
     models trained from scratch learn to copy from their context."""
-    frozen_cache_gb: float = Field(default=4.0, ge=0.0)
+    frozen_cache_gb: float = Field(default=4.0, ge=0.0, le=1e6)
     """Memory for the rows' hidden states below the first trainable layer (LoRA on the top
     layers only): computed once per row instead of every epoch. 0 turns the cache off."""
 
@@ -304,29 +309,29 @@ class TrainConfig(_Strict):
     algo: AlgoConfig = Field(default_factory=AlgoConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
-    steps: int = Field(default=10, ge=0)
+    steps: int = Field(default=10, ge=0, le=BIG)
     """Optimiser steps (RL: one rollout batch each)."""
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, lt=2**63)
     """Seeds task order, sampling and env seeds: same config, same run."""
     out_dir: str = "runs/train"
     """Checkpoints go to OUT_DIR/step-N and OUT_DIR/final."""
-    save_every: int = 0
+    save_every: int = Field(default=0, ge=0, le=BIG)
     """Checkpoint every N steps (0: only at the end)."""
     resume: bool = True
     """Continue from the latest checkpoint in out_dir if there is one."""
-    eval_every: int = 0
+    eval_every: int = Field(default=0, ge=0, le=BIG)
     """Evaluate on the held-out suite every N steps (0: only before and after)."""
-    eval_temperature: float = 0.0
+    eval_temperature: float = Field(default=0.0, ge=0.0, le=100.0)
     """Sampling temperature of evaluation (0: greedy)."""
-    eval_samples: int = Field(default=1, ge=1)
+    eval_samples: int = Field(default=1, ge=1, le=BIG)
     """Episodes per held-out task."""
     db: str | None = None
     """SQLite store for metrics (a ``train_metrics`` table) and the run row; None: console only."""
     run_name: str = "train"
     """Name of the run in the store."""
-    log_every: int = Field(default=1, ge=1)
+    log_every: int = Field(default=1, ge=1, le=BIG)
     """Print metrics every N steps."""
-    threads: int | None = None
+    threads: int | None = Field(default=None, ge=1, le=4096)
     """torch.set_num_threads (None leaves torch's default)."""
 
     @model_validator(mode="after")
@@ -356,6 +361,19 @@ class TrainConfig(_Strict):
         if self.model.policy is None:
             return self
         from agentgym.train.algorithm import algorithm_names, get_algorithm
+        from agentgym.train.policy import get_policy
+
+        try:
+            options = getattr(get_policy(self.model.policy), "options", None)
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+        if options is not None:  # the policy's settings, checked before anything loads
+            try:
+                options.model_validate(self.model.policy_options)
+            except ValidationError as e:
+                raise ValueError(
+                    f"model.policy_options of {self.model.policy!r}: {one_line(e, options)}"
+                ) from None
 
         if not get_algorithm(self.algo.name).logprobs_only:
             fit = [n for n in algorithm_names() if get_algorithm(n).logprobs_only]
@@ -394,11 +412,15 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"override {item!r} must look like key.sub=value")
+            raise ValueError(f"override {_clip(item)} must look like key.sub=value")
         try:
-            set_dotted(data, key.strip(), yaml.safe_load(raw) if raw.strip() else None)
+            set_dotted(data, key.strip(), config_yaml.load(raw) if raw.strip() else None)
         except ValueError as e:
-            raise ValueError(f"override {item!r}: {e}") from None
+            raise ValueError(f"override {_clip(item)}: {e}") from None
+        except yaml.YAMLError as e:
+            raise ValueError(
+                f"override {_clip(item)}: not valid YAML: {_yaml_problem(e)}"
+            ) from None
     return data
 
 
@@ -413,10 +435,18 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"no config file {p}")
+        if p.stat().st_size > config_yaml.MAX_BYTES:
+            raise ValueError(
+                f"{p}: {p.stat().st_size:,} bytes; a config holds at most {config_yaml.MAX_BYTES:,}"
+            )
         try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            loaded = config_yaml.load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as e:  # broken syntax, or a tag such as !!python/object
             raise ValueError(f"{p}: not a valid YAML config: {_yaml_problem(e)}") from None
+        except config_yaml.ConfigTooLarge as e:  # an alias bomb, or nesting past the bound
+            raise ValueError(f"{p}: too large a config: {e}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"{p}: a config is a mapping of sections, got {type(loaded).__name__}")
         data = loaded
@@ -434,10 +464,17 @@ def _source(path: str | Path | None, overrides: list[str]) -> Callable[[str, str
         for item in reversed(overrides):  # the last one set wins
             key = item.partition("=")[0].strip()
             if key == where or where.startswith(key + ".") or key in message:
-                return f"override {item!r}"
+                return f"override {_clip(item)}"
         return str(path) if path is not None else "config"
 
     return source
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """``repr(text)``, cut to ``limit`` characters: an override may be as long as the shell
+    allows."""
+    shown = repr(text[: limit + 1])
+    return shown if len(text) <= limit else shown[:limit] + "...'"
 
 
 def _yaml_problem(e: yaml.YAMLError) -> str:

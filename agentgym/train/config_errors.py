@@ -18,6 +18,7 @@ unknown key, did you mean beta? (allowed: beta, tau)
 from __future__ import annotations
 
 import difflib
+import reprlib
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -56,8 +57,26 @@ def describe(err: Any, model: type[BaseModel]) -> tuple[str, str]:
     msg = msg[:1].lower() + msg[1:]
     if kind == "missing":
         return where, "required, and not set"
-    got = repr(err.get("input"))
+    got = bounded_repr(err.get("input"))
     return where, f"{msg} (got {got if len(got) <= 60 else got[:57] + '...'})"
+
+
+_SHORT = reprlib.Repr()  # keyword arguments only from Python 3.12
+_SHORT.maxlevel = 2
+for _name in ("maxtuple", "maxlist", "maxarray", "maxdict", "maxset", "maxfrozenset", "maxdeque"):
+    setattr(_SHORT, _name, 4)
+_SHORT.maxstring = _SHORT.maxlong = _SHORT.maxother = 60
+
+
+def bounded_repr(value: Any) -> str:
+    """``repr(value)`` cut short while it is built: the first few items of a container, a few
+    levels deep, so that describing an input costs the same however large it is (a YAML alias
+    bomb's repr is gigabytes).
+
+    >>> bounded_repr([list(range(10**6))] * 10**6)
+    '[[0, 1, 2, 3, ...], [0, 1, 2, 3, ...], [0, 1, 2, 3, ...], [0, 1, 2, 3, ...], ...]'
+    """
+    return _SHORT.repr(value)
 
 
 def fields_at(model: type[BaseModel], loc: Sequence[str]) -> list[str] | None:

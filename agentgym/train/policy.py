@@ -15,11 +15,11 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentgym.policies import POLICIES
 from agentgym.train.batch import Batch
@@ -29,17 +29,17 @@ from agentgym.train.episode import TokenEpisode
 class LoraConfig(BaseModel):
     """LoRA adapters through peft (``pip install peft``)."""
 
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # a misspelt key is an error
 
-    r: int = 8
+    r: int = Field(default=8, ge=1, le=65536)
     """Adapter rank."""
-    alpha: int = 16
+    alpha: int = Field(default=16, ge=1, le=2**31 - 1)
     """Scaling numerator (``alpha / r`` multiplies the adapter output)."""
-    dropout: float = 0.0
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
     """Dropout on the adapter input (0 keeps rollouts and training deterministic)."""
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
     """Module names to adapt (the Llama/Qwen attention projections by default)."""
-    layers: list[int] | None = None
+    layers: list[Annotated[int, Field(ge=0, le=65536)]] | None = None
     """Adapt only these decoder layers (peft's ``layers_to_transform``; None: all). Adapting only
     the top layers also cuts the backward pass to those layers: nothing below needs gradients."""
 
@@ -121,7 +121,9 @@ def _load_base(path: str, device: str, gradient_checkpointing: bool) -> Any:
 
     hf_logging.disable_progress_bar()
     loader: Any = AutoModelForCausalLM
-    model = loader.from_pretrained(resolve_checkpoint(path), dtype=torch.float32).to(device)
+    model = loader.from_pretrained(  # safetensors only: a pickled .bin is never read
+        resolve_checkpoint(path), dtype=torch.float32, use_safetensors=True
+    ).to(device)
     if gradient_checkpointing:  # recompute activations in backward (active in train mode only)
         kwargs = {"use_reentrant": False}
         if hasattr(model, "activation_checkpointing_enable"):  # the newer transformers name
@@ -323,7 +325,9 @@ PolicyFactory = Callable[[str, str, dict[str, Any], Any, "Path | None"], Policy]
 
 
 def register_policy(name: str, factory: PolicyFactory) -> PolicyFactory:
-    """Make ``factory`` available as ``model.policy: name``."""
+    """Make ``factory`` available as ``model.policy: name``. A factory with an ``options``
+    attribute (a pydantic model) has ``model.policy_options`` checked against it when the config
+    loads, before any model does."""
     return POLICIES.register(name, factory)
 
 

@@ -372,7 +372,7 @@ class Trainer:
             self.optimizer,
             self.extra,
             self.step,
-            self.cfg.model_dump(),
+            self.cfg.model_dump(mode="json"),
         )
         self.policy.save(directory)
         return directory

@@ -44,19 +44,19 @@ PLACEHOLDER = "No information found."
 class InfoPOConfig(BaseModel):
     """InfoPO's knobs (``algo.options`` of a training config)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float is finite
 
-    beta: float = Field(0.5, ge=0.0)
+    beta: float = Field(0.5, ge=0.0, le=1e6)
     """Weight of the intrinsic advantage."""
-    tau: float = Field(0.5, gt=0.0)
+    tau: float = Field(0.5, gt=0.0, le=1e6)
     """Temperature of the variance gate sigmoid(-std(R)/tau)."""
     placeholder: str = PLACEHOLDER
     """Text written over the feedback in the counterfactual context."""
     span: Literal["content", "turn"] = "content"
     """Mask the observation text only, or the whole observation turn with its template text."""
-    batch_size: int = Field(16, ge=1)
+    batch_size: int = Field(16, ge=1, le=2**31 - 1)
     """Sequences per no-grad forward when scoring."""
-    eps: float = 1e-6
+    eps: float = Field(1e-6, gt=0.0, le=1.0)
 
 
 # ============================================================================ masking

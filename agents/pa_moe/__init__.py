@@ -28,7 +28,8 @@ action's logprobs under the adapter that sampled it (:class:`RoutedLM`: one forw
 present in a row; step rows need one), so the recorded and teacher-forced logprobs agree, and
 adds :func:`router_loss` over the batch's routes with the same per-step advantages the policy
 loss uses (mean over the step's action tokens). Checkpoints hold the adapters (``expert_k/``),
-``router.pt`` and ``pa_moe.json``: ``--agent pa_moe:OUT/final`` evaluates them (greedy routing).
+``router.safetensors`` and ``pa_moe.json``: ``--agent pa_moe:OUT/final`` evaluates them (greedy
+routing).
 
 A trained policy saves to a folder (``save``: adapters, router, config) and evaluates as
 ``--agent pa_moe:PATH`` (:func:`pa_moe_agent`).
@@ -41,40 +42,44 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-ROUTER_FILE, CONFIG_FILE = "router.pt", "pa_moe.json"
+from agentgym.llm.models import refuse_pickled, resolve_model_path
+
+ROUTER_FILE, CONFIG_FILE = "router.safetensors", "pa_moe.json"
+PICKLED_ROUTER = "router.pt"
+"""What earlier versions saved (``torch.save``): never unpickled, refused by name."""
 
 
 class PAMoEConfig(BaseModel):
     """Experts, router shape and router training; defaults are the paper's where it has them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float is finite
 
-    num_experts: int = Field(4, ge=1)
-    lora_r: int = Field(32, ge=1)
-    lora_alpha: int | None = None
+    num_experts: int = Field(4, ge=1, le=1024)
+    lora_r: int = Field(32, ge=1, le=65536)
+    lora_alpha: int | None = Field(None, ge=1, le=2**31 - 1)
     """Default ``2 * lora_r``."""
-    lora_dropout: float = 0.05
+    lora_dropout: float = Field(0.05, ge=0.0, lt=1.0)
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
-    layers: list[int] | None = None
+    layers: list[Annotated[int, Field(ge=0, le=65536)]] | None = None
     """Give the experts only these decoder layers (peft's ``layers_to_transform``; None: all),
     as a single LoRA adapter on the top layers of a pretrained model has them."""
-    router_dim: int = Field(64, ge=1)
-    window: int = Field(10, ge=1)
+    router_dim: int = Field(64, ge=1, le=65536)
+    window: int = Field(10, ge=1, le=65536)
     """Steps of summaries the LSTM reads."""
-    lstm_layers: int = Field(2, ge=1)
-    switch_threshold: float = 0.5
-    lb_coef: float = 0.01
+    lstm_layers: int = Field(2, ge=1, le=64)
+    switch_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    lb_coef: float = Field(0.01, ge=0.0, le=1e6)
     """Load-balance loss weight."""
-    switch_penalty: float = 0.1
+    switch_penalty: float = Field(0.1, ge=0.0, le=1e6)
     """Subtracted from a step's advantage in the router's REINFORCE when the expert switched."""
-    tau_start: float = Field(1.0, gt=0)
-    tau_end: float = Field(0.1, gt=0)
+    tau_start: float = Field(1.0, gt=0, le=1e6)
+    tau_end: float = Field(0.1, gt=0, le=1e6)
     tau_decay: float = Field(0.99, gt=0, le=1)
     """Gumbel temperature at update n: ``max(tau_end, tau_start * tau_decay**n)``."""
     goal_aware: bool = True
@@ -290,7 +295,11 @@ class PAMoEPolicy:
 
     def save_router(self, out: Path) -> Path:
         """The router's weights and the config (with the base model's path) in ``out``."""
-        torch.save(self.router.state_dict(), out / ROUTER_FILE)
+        from safetensors.torch import save_file
+
+        save_file(
+            {k: v.contiguous() for k, v in self.router.state_dict().items()}, out / ROUTER_FILE
+        )
         base = str(self.model.get_base_model().name_or_path)
         if Path(base).exists():  # a local base: absolute, so the checkpoint loads from anywhere
             base = str(Path(base).resolve())
@@ -309,11 +318,33 @@ class PAMoEPolicy:
         meta = json.loads((src / CONFIG_FILE).read_text(encoding="utf-8"))
         cfg = PAMoEConfig.model_validate(meta["config"])
         loader: Any = AutoModelForCausalLM
-        base = loader.from_pretrained(meta["base"], dtype=torch.float32).to(device)
+        base = loader.from_pretrained(
+            resolve_model_path(meta["base"], announce=False),
+            dtype=torch.float32,
+            use_safetensors=True,  # a pickled .bin is never read
+        ).to(device)
         model = load_experts(base, src, cfg, trainable=False)
         router = PhaseRouter(base.config.hidden_size, cfg).to(device)
-        router.load_state_dict(torch.load(src / ROUTER_FILE, weights_only=True))
+        router.load_state_dict(load_router(src))
         return cls(model, AutoTokenizer.from_pretrained(src), cfg, router, trainable=False)
+
+
+def load_router(src: Path) -> dict[str, torch.Tensor]:
+    """The router's weights in ``src`` (safetensors: loading runs nothing). A pickled
+    ``router.pt`` of an earlier version, or a file that is not safetensors, is one line."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = src / ROUTER_FILE
+    if not path.is_file() and (src / PICKLED_ROUTER).is_file():
+        raise ValueError(
+            f"{src / PICKLED_ROUTER}: a pickled router is never loaded (unpickling can run "
+            f"code); only {ROUTER_FILE} is"
+        )
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError) as e:
+        raise ValueError(f"{path}: not a safetensors router: {e}") from None
 
 
 def load_experts(base: Any, src: Path, cfg: PAMoEConfig, trainable: bool) -> Any:
@@ -324,6 +355,8 @@ def load_experts(base: Any, src: Path, cfg: PAMoEConfig, trainable: bool) -> Any
     missing = [n for n in names if not (src / n / "adapter_config.json").is_file()]
     if missing:
         raise FileNotFoundError(f"{src} lacks the PA-MoE adapters {missing}")
+    for name in names:  # pickled adapter weights: refused by name, never read
+        refuse_pickled(src / name)
     model = PeftModel.from_pretrained(
         base, src / names[0], adapter_name=names[0], is_trainable=trainable
     )

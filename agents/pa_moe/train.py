@@ -252,4 +252,5 @@ def trainer_policy(
     return PAMoETraining(PAMoEPolicy(model, tokenizer, cfg))
 
 
+trainer_policy.options = PAMoEConfig  # type: ignore[attr-defined]  # checked as the config loads
 register_policy("pa_moe", trainer_policy)

@@ -188,7 +188,7 @@ def load_checkpoint(path: Any, device: str, dtype: str = "float32") -> tuple[str
         )
     loader: Any = AutoModelForCausalLM  # transformers' stubs reject a plain path here
     base = adapter_base(path)
-    model: Any = loader.from_pretrained(base or path)
+    model: Any = loader.from_pretrained(base or path, use_safetensors=True)  # never a pickle
     if base is not None:  # LoRA adapters, injected (not merged: the trainer's numbers)
         model.load_adapter(path)
     return path, tokenizer, model.to(device=device, dtype=torch_dtype).eval()
