@@ -84,6 +84,7 @@ def test_the_agent_registry_reads_its_entry_points_once(monkeypatch):
     calls = []
     monkeypatch.setattr(plugins, "entry_points", lambda group: calls.append(group) or [])
     monkeypatch.setattr(AGENTS, "items", {})
+    monkeypatch.setattr(AGENTS, "entry_points", [])
     monkeypatch.setattr(AGENTS, "loaded", False)
     for _ in range(3):
         assert AGENTS.find("also") is None  # as if never installed: the core names no agent
@@ -115,6 +116,7 @@ def test_isolate_takes_the_providers_registry(monkeypatch):
 def test_isolation_comes_from_its_entry_point_group(monkeypatch):
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])  # no sandbox plug-in
     monkeypatch.setattr(registry.ISOLATION, "items", {})
+    monkeypatch.setattr(registry.ISOLATION, "entry_points", [])
     monkeypatch.setattr(registry.ISOLATION, "loaded", False)
     with pytest.raises(ValueError, match="isolate='docker': no sandbox plug-in is installed"):
         registry.check_isolate("docker")
