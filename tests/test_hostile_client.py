@@ -24,6 +24,14 @@ KEY = "Zq8SECRETvalue0123456789"
 """Not shaped like a provider key (no ``sk-``): only knowing the exact value masks it."""
 
 
+REPLY = (
+    '{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": '
+    '[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '
+    '"\\ud800"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}'
+)
+"""A completion whose text is a lone surrogate (JSON allows the escape; no codec encodes it)."""
+
+
 class _Endpoint(BaseHTTPRequestHandler):
     """An OpenAI-compatible endpoint: ``mode`` "surrogate" replies with a lone surrogate, "401"
     refuses with OpenAI's message echoing the Authorization header, "400" refuses plainly."""
@@ -32,11 +40,7 @@ class _Endpoint(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
         self.rfile.read(int(self.headers.get("content-length") or 0))
-        status, body = 200, (
-            '{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": '
-            '[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '
-            '"\\ud800"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}'
-        )
+        status, body = 200, REPLY
         if self.mode == "401":
             message = f"Incorrect API key provided: {self.headers.get('authorization')}."
             status = 401
