@@ -575,6 +575,16 @@ def serve(
         str | None,
         typer.Option(help="Precision: float32 or bfloat16 (default: the engine's own)"),
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="AGENTGYM_API_KEY",
+            show_default=False,
+            help="Serve only clients sending this key (Authorization: Bearer KEY, OpenAI's "
+            "api_key); required unless --host is a loopback address. Prefer the variable: a flag "
+            "shows in the process list",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
     from agentgym.llm.engines import check_dtype, require_engine
@@ -582,6 +592,9 @@ def serve(
 
     with user_errors():
         require("agentgym serve", "fastapi", "uvicorn", "torch", "transformers")
+        from agentgym.llm.server import check_exposure
+
+        check_exposure(host, api_key)  # before the port and the model: nothing served openly
         require_engine(engine)
         if dtype is not None:
             check_dtype(dtype)
@@ -607,6 +620,7 @@ def serve(
         request_timeout_s=request_timeout,
         engine_name=engine,
         dtype=dtype,
+        api_key=api_key,
     )
 
 

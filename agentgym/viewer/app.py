@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from agentgym.hosts import refused_host
 from agentgym.viewer import episode as episode_view
 from agentgym.viewer import plots, queries
 from agentgym.viewer.db import StoreReader
@@ -25,33 +26,12 @@ from agentgym.viewer.db import StoreReader
 STATIC = Path(__file__).parent / "static"
 
 
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
-
-
-def allowed_hosts(bound: str) -> set[str] | None:
-    """Host names a request may carry for a viewer bound to ``bound`` (None: any).
-
-    Bound to loopback or one address: that address and the loopback names, so a web page on
-    another site whose name resolves to 127.0.0.1 (DNS rebinding) cannot read the store. Bound
-    to every interface (``0.0.0.0``, ``::``): the user chose to serve any name; no check.
-    """
-    if bound in ("0.0.0.0", "::", ""):
-        return None
-    return {bound.lower(), *LOOPBACK}
-
-
-def host_name(header: str) -> str:
-    """``example.com:8765`` -> ``example.com``; ``[::1]:8765`` -> ``::1``."""
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0].lower()
-    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
-
-
 def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = None) -> FastAPI:
     """The viewer for the store at ``db`` (checked now: a missing or foreign file raises).
 
-    ``allowed``: the host names requests may name in ``Host`` (see :func:`allowed_hosts`);
-    others get 400. None accepts any (in-process test clients).
+    ``allowed``: the host names requests may name in ``Host``
+    (:func:`agentgym.hosts.allowed_hosts`); others get 400. None accepts any (in-process test
+    clients).
     """
     reader = db if isinstance(db, StoreReader) else StoreReader(db)
     app = FastAPI(title="agentgym viewer", docs_url="/api/docs", redoc_url=None)
@@ -65,14 +45,8 @@ def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = N
 
     @app.middleware("http")
     async def check_host(request: Request, call_next: Any) -> Any:
-        if allowed is not None and host_name(request.headers.get("host", "")) not in allowed:
-            return JSONResponse(
-                {
-                    "detail": f"Host header {request.headers.get('host')!r} is not this viewer's "
-                    f"address ({', '.join(sorted(allowed))})"
-                },
-                status_code=400,
-            )
+        if refused := refused_host(request.headers.get("host"), allowed):
+            return JSONResponse({"detail": refused}, status_code=400)
         return await call_next(request)
 
     @app.exception_handler(KeyError)
