@@ -217,7 +217,7 @@ class Gate:
 
     def __init__(self, app: Any, api_key: str | None, hosts: set[str] | None) -> None:
         self.app, self.hosts = app, hosts
-        self.expected = f"Bearer {api_key}".encode() if api_key else None
+        self.expected = api_key.encode() if api_key else None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -227,7 +227,10 @@ class Gate:
         if refused := refused_host(host, self.hosts):
             return await send_error(send, 400, refused)
         given = headers.get(b"authorization")
-        if self.expected is not None and not hmac.compare_digest(given or b"", self.expected):
+        scheme, _, token = (given or b"").partition(b" ")
+        if self.expected is not None and not (
+            scheme.lower() == b"bearer" and hmac.compare_digest(token, self.expected)
+        ):
             message = (
                 "Incorrect API key provided. The key is sent as `Authorization: Bearer KEY`."
                 if given
