@@ -183,3 +183,29 @@ def test_a_key_with_a_semicolon_reaches_no_stored_run(endpoint, tmp_path):
     agentgym.evaluate(_suite(1), spec, db=tmp_path / "s.db", max_steps=1).store.close()
     raw = "\n".join(sqlite3.connect(tmp_path / "s.db").iterdump())
     assert "TAIL" not in raw and "api_key=***" in raw
+
+
+def test_scrubbing_reaches_causes_notes_and_text_built_elsewhere():
+    import traceback
+
+    from agentgym.redact import scrub_exception
+
+    class Computed(Exception):
+        def __str__(self) -> str:  # text built at format time: args cannot be rewritten
+            return f"refused {KEY}"
+
+    try:
+        try:
+            raise ValueError(f"inner {KEY}")
+        except ValueError as inner:
+            outer = KeyError({"detail": [f"Bearer {KEY}"]})
+            outer.add_note(f"note {KEY}")
+            raise outer from inner
+    except KeyError as e:
+        caught = e
+    same = scrub_exception(caught, KEY)
+    shown = "".join(traceback.format_exception(same))
+    assert same is caught and KEY not in shown and shown.count("***") == 3
+    plain = scrub_exception(Computed(), KEY)
+    assert type(plain) is RuntimeError and str(plain) == "Computed: refused ***"
+    assert scrub_exception(caught, "EMPTY") is caught  # the no-key placeholder is not a secret
