@@ -587,14 +587,13 @@ def serve(
     ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
+    from agentgym.hosts import check_exposure
     from agentgym.llm.engines import check_dtype, require_engine
     from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
 
     with user_errors():
+        check_exposure(host, api_key)  # first: nothing is loaded to be served openly
         require("agentgym serve", "fastapi", "uvicorn", "torch", "transformers")
-        from agentgym.llm.server import check_exposure
-
-        check_exposure(host, api_key)  # before the port and the model: nothing served openly
         require_engine(engine)
         if dtype is not None:
             check_dtype(dtype)

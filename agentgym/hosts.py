@@ -13,6 +13,8 @@ import ipaddress
 from collections.abc import Collection
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+API_KEY_ENV = "AGENTGYM_API_KEY"
+"""The environment variable ``agentgym serve`` reads its key from (a flag shows in ``ps``)."""
 EVERY_INTERFACE = ("0.0.0.0", "::", "")
 
 
@@ -50,3 +52,14 @@ def refused_host(header: str | None, allowed: Collection[str] | None) -> str | N
     if allowed is None or host_name(header or "") in allowed:
         return None
     return f"Host header {header!r} is not this server's address ({', '.join(sorted(allowed))})"
+
+
+def check_exposure(host: str, api_key: str | None) -> None:
+    """Refuse to serve the model without a key on an address other machines can reach."""
+    if api_key is not None and not api_key.strip():
+        raise ValueError("--api-key: the key is empty; give a non-empty key or none at all")
+    if not api_key and not is_loopback(host):
+        raise ValueError(
+            f"--host {host} is reachable from other machines: set a key with --api-key or "
+            f"{API_KEY_ENV} (clients send it as their api_key), or bind 127.0.0.1"
+        )

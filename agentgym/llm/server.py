@@ -37,15 +37,13 @@ from typing import Any, Literal
 from fastapi import Request  # at module level: FastAPI resolves endpoint annotations here
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentgym.hosts import allowed_hosts, is_loopback, refused_host
+from agentgym.hosts import allowed_hosts, check_exposure, refused_host
 from agentgym.llm.clients import parse_tool_calls
 from agentgym.llm.engine import EngineClosed, Generation, LocalEngine
 
 INT64 = 2**63
 MAX_BODY_BYTES = 8 * 2**20
 """Largest request body (413 beyond): far more text than any served model's context holds."""
-API_KEY_ENV = "AGENTGYM_API_KEY"
-"""The environment variable ``agentgym serve`` reads its key from (a flag shows in ``ps``)."""
 GREEDY_BELOW = 1e-5
 """Temperatures below this sample greedily, as vLLM does: dividing logits by 5e-324 gives NaN."""
 
@@ -434,17 +432,6 @@ async def _sse(response: dict[str, Any]) -> AsyncIterator[str]:
 
 def _pieces(text: str, size: int = 16) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def check_exposure(host: str, api_key: str | None) -> None:
-    """Refuse to serve the model without a key on an address other machines can reach."""
-    if api_key is not None and not api_key.strip():
-        raise ValueError("--api-key: the key is empty; give a non-empty key or none at all")
-    if not api_key and not is_loopback(host):
-        raise ValueError(
-            f"--host {host} is reachable from other machines: set a key with --api-key or "
-            f"{API_KEY_ENV} (clients send it as their api_key), or bind 127.0.0.1"
-        )
 
 
 class ServerThread:
