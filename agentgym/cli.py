@@ -575,12 +575,24 @@ def serve(
         str | None,
         typer.Option(help="Precision: float32 or bfloat16 (default: the engine's own)"),
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="AGENTGYM_API_KEY",
+            show_default=False,
+            help="Serve only clients sending this key (Authorization: Bearer KEY, OpenAI's "
+            "api_key); required unless --host is a loopback address. Prefer the variable: a flag "
+            "shows in the process list",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
+    from agentgym.hosts import check_exposure
     from agentgym.llm.engines import check_dtype, require_engine
     from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
 
     with user_errors():
+        check_exposure(host, api_key)  # first: nothing is loaded to be served openly
         require("agentgym serve", "fastapi", "uvicorn", "torch", "transformers")
         require_engine(engine)
         if dtype is not None:
@@ -607,6 +619,7 @@ def serve(
         request_timeout_s=request_timeout,
         engine_name=engine,
         dtype=dtype,
+        api_key=api_key,
     )
 
 

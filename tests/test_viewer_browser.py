@@ -48,6 +48,11 @@ WAIT_S = 30
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    yield from chromium()
+
+
+def chromium() -> Iterator[Any]:
+    """A headless Chromium driven by Selenium (skips the test where it is not installed)."""
     for binary in (CHROMIUM, CHROMEDRIVER):
         if not Path(binary).is_file():
             pytest.skip(f"{binary} missing: run scripts/setup.d/30-chromium.sh")

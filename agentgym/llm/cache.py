@@ -7,6 +7,7 @@ same answer, no API cost. Thread-safe; one file can serve many runs.
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -38,15 +39,14 @@ class LLMCache:
                 "select response from llm_cache where key = ?", [key]
             ).fetchone()
             self.hits, self.misses = self.hits + bool(row), self.misses + (not row)
-        return (
-            ChatResponse.model_validate_json(row[0]).model_copy(update={"cached": True})
-            if row
-            else None
-        )
+        if not row:
+            return None
+        # json.loads, not pydantic's parser: a "\\ud800" escape must come back as it was put
+        return ChatResponse.model_validate(json.loads(row[0])).model_copy(update={"cached": True})
 
     def put(self, key: str, response: ChatResponse) -> None:
         with self._lock, self._conn:
             self._conn.execute(
                 "insert or replace into llm_cache (key, response) values (?, ?)",
-                [key, response.model_dump_json()],
+                [key, json.dumps(response.model_dump(mode="json"))],  # ASCII: any str survives
             )

@@ -11,7 +11,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
@@ -21,6 +21,8 @@ from agentgym.llm.cache import LLMCache, cache_key
 from agentgym.llm.engines import Dtype, EngineName
 from agentgym.llm.ratelimit import RateLimiter
 from agentgym.llm.retry import RetryPolicy, call_with_retries
+from agentgym.redact import remember_secret, scrub_exception
+from agentgym.safetext import clean
 from agentgym.textscan import remove_spans, tag_spans
 
 
@@ -75,23 +77,39 @@ class BaseClient:
         self.limiter = RateLimiter(self.options.rpm, self.options.tpm)
         self.cache = LLMCache(self.options.cache) if self.options.cache else None
         self.calls = self.retries = 0
+        self.secret: str | None = None
+        """The key this client sends, masked in every error it raises (set by backends)."""
+
+    def _know_secret(self, key: str | None) -> None:
+        self.secret = key
+        remember_secret(key)
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         """Answer ``request`` from the cache, or from the backend with retries."""
-        request = request.model_copy(update={"model": request.model or self.model})
+        request = sendable(request.model_copy(update={"model": request.model or self.model}))
         key = cache_key(f"{self.backend}:{self.options.base_url or ''}", request)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit
         self.limiter.acquire(_estimate_tokens(request))
         start = time.perf_counter()
-        response = call_with_retries(
-            lambda: self._call(request), self.options.retry, on_retry=self._count_retry
-        )
+        try:
+            response = call_with_retries(
+                lambda: self._call(request), self.options.retry, on_retry=self._count_retry
+            )
+        except Exception as e:  # a provider's 401 may echo the key: it never leaves unmasked
+            self._raise_scrubbed(e)
         self.calls += 1
         response = response.model_copy(update={"latency_s": time.perf_counter() - start})
         if self.cache is not None:
             self.cache.put(key, response)
         return response
+
+    def _raise_scrubbed(self, exc: Exception) -> NoReturn:
+        """Raise ``exc`` with this client's key masked (or a plain copy, when it cannot be)."""
+        scrubbed = scrub_exception(exc, self.secret)
+        if scrubbed is exc:
+            raise exc
+        raise scrubbed from None
 
     def _count_retry(self, exc: BaseException) -> None:
         self.retries += 1
@@ -110,6 +128,7 @@ class OpenAIClient(BaseClient):
         import openai
 
         key = self.options.key("OPENAI_API_KEY")
+        self._know_secret(key)
         if not key and not self.options.base_url:
             raise ValueError(
                 f"openai:{model} needs an API key: set OPENAI_API_KEY (or name another variable"
@@ -133,8 +152,12 @@ class OpenAIClient(BaseClient):
         """Async face of the same call (no cache or rate limit: for simple async scripts)."""
         import openai
 
-        async with openai.AsyncOpenAI(**self._async_kwargs) as sdk:
-            raw = await sdk.chat.completions.create(**_openai_params(request))
+        request = sendable(request)
+        try:
+            async with openai.AsyncOpenAI(**self._async_kwargs) as sdk:
+                raw = await sdk.chat.completions.create(**_openai_params(request))
+        except Exception as e:
+            self._raise_scrubbed(e)
         return _from_openai(raw.model_dump(), request.model)
 
 
@@ -146,6 +169,7 @@ class LiteLLMClient(BaseClient):
     def __init__(self, model: str, options: ClientOptions | None = None) -> None:
         super().__init__(model, options)
         self._litellm = import_litellm()
+        self._know_secret(self.options.key())
 
     def _call(self, request: ChatRequest) -> ChatResponse:
         raw = self._litellm.completion(
@@ -211,6 +235,15 @@ class HFClient(BaseClient):
             prompt_tokens=len(prompt), completion_tokens=sum(len(g.token_ids) for g in gens)
         )
         return ChatResponse(choices=choices, usage=usage, model=request.model)
+
+
+def sendable(request: ChatRequest) -> ChatRequest:
+    """``request`` with text no UTF-8 encoder takes (a lone surrogate a model replied with, now in
+    the history) as ``\\uXXXX`` escapes: the cache key, the SDK and the provider all encode it.
+    The same object when nothing needed escaping, so ordinary requests keep their cache keys."""
+    escaped: list[str] = []
+    data = clean(request.model_dump(), "request", escaped)
+    return ChatRequest.model_validate(data) if escaped else request
 
 
 def parse_tool_calls(text: str) -> dict[str, Any]:

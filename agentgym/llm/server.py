@@ -12,12 +12,18 @@ outside 64 bits); an unknown model is a 404; a request stops generating when its
 or its deadline (``request_timeout_s``, 504) passes; one request that fails in a batch fails alone;
 each seeded request samples from its own generator, so its text does not depend on its
 batch-mates; SIGTERM fails the requests in flight with 503 and exits at once.
+
+With an API key (``--api-key``, ``AGENTGYM_API_KEY``) every request must carry it as OpenAI's
+clients send it (``Authorization: Bearer KEY``), or gets 401. Without one the server binds only a
+loopback address. Requests naming another host than the server's address are refused (DNS
+rebinding: a web page cannot use the model through the browser).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import math
 import threading
@@ -31,6 +37,7 @@ from typing import Any, Literal
 from fastapi import Request  # at module level: FastAPI resolves endpoint annotations here
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentgym.hosts import allowed_hosts, check_exposure, refused_host
 from agentgym.llm.clients import parse_tool_calls
 from agentgym.llm.engine import EngineClosed, Generation, LocalEngine
 
@@ -111,11 +118,15 @@ def create_app(
     default_max_tokens: int = 256,
     request_timeout_s: float | None = 600.0,
     max_body_bytes: int = MAX_BODY_BYTES,
+    api_key: str | None = None,
+    hosts: set[str] | None = None,
 ) -> Any:
     """The FastAPI application serving ``engine`` as ``model_name``.
 
     ``request_timeout_s`` bounds one request from arrival to its last token (None: no bound);
-    a body over ``max_body_bytes`` is refused with 413 before it is read whole.
+    a body over ``max_body_bytes`` is refused with 413 before it is read whole. With ``api_key``
+    a request without ``Authorization: Bearer API_KEY`` is a 401. ``hosts``: the names a
+    request's ``Host`` header may carry (:func:`agentgym.hosts.allowed_hosts`; None: any).
     """
     from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
@@ -124,6 +135,7 @@ def create_app(
 
     app = FastAPI(title="agentgym serve")
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(Gate, api_key=api_key, hosts=hosts)  # added last: runs first
     created = int(time.time())
     longest = longest_token(engine.tokenizer)
 
@@ -197,6 +209,50 @@ def choice_seed(seed: int | None, choice: int) -> int | None:
     return int.from_bytes(digest, "big") % INT64
 
 
+class Gate:
+    """ASGI middleware: a 400 for a ``Host`` header that is not the server's address, then a 401
+    for a request without the API key (compared in constant time), before anything is read."""
+
+    def __init__(self, app: Any, api_key: str | None, hosts: set[str] | None) -> None:
+        self.app, self.hosts = app, hosts
+        self.expected = api_key.encode() if api_key else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if refused := refused_host(host, self.hosts):
+            return await send_error(send, 400, refused)
+        given = headers.get(b"authorization")
+        scheme, _, token = (given or b"").partition(b" ")
+        if self.expected is not None and not (
+            scheme.lower() == b"bearer" and hmac.compare_digest(token, self.expected)
+        ):
+            message = (
+                "Incorrect API key provided. The key is sent as `Authorization: Bearer KEY`."
+                if given
+                else "You didn't provide an API key: send it as `Authorization: Bearer KEY` "
+                "(api_key= in OpenAI's clients)."
+            )
+            return await send_error(send, 401, message, "invalid_api_key", b"Bearer")
+        await self.app(scope, receive, send)
+
+
+async def send_error(
+    send: Any, status: int, message: str, code: str | None = None, challenge: bytes | None = None
+) -> None:
+    """Answer with OpenAI's error object from ASGI middleware (before FastAPI sees the request)."""
+    content = error_body(message)
+    content["error"]["code"] = code
+    body = json.dumps(content).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if challenge:
+        headers.append((b"www-authenticate", challenge))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BodyLimit:
     """ASGI middleware: 413 for a body over ``max_bytes``, by its Content-Length or as it streams
     in, before FastAPI reads and parses it on the event loop."""
@@ -226,15 +282,7 @@ class BodyLimit:
             await self._refuse(send)
 
     async def _refuse(self, send: Any) -> None:
-        body = json.dumps(
-            error_body(f"the request body is larger than {self.max_bytes} bytes")
-        ).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, 413, f"the request body is larger than {self.max_bytes} bytes")
 
 
 class _TooLarge(Exception):
@@ -305,6 +353,13 @@ async def _results(futures: list[Future[Generation]], request: Request) -> list[
         for future in futures:
             future.cancel()
         waiting.cancel()
+        waiting.add_done_callback(_retrieve)  # a cancelled gather ends in an error nobody reads
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a finished future's outcome as read, so asyncio does not log it as lost."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _completion(
@@ -407,9 +462,11 @@ def serve(
     request_timeout_s: float | None = 600.0,
     engine_name: str = "local",
     dtype: str | None = None,
+    api_key: str | None = None,
 ) -> None:
     """Load ``path`` on engine ``engine_name`` (``local`` or ``vllm``; in ``dtype``, else the
-    engine's default precision) and serve it until SIGINT or SIGTERM.
+    engine's default precision) and serve it until SIGINT or SIGTERM, to clients sending
+    ``api_key`` when one is given (required for a ``host`` other machines can reach).
 
     On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
     waits for them: a long generation held the process for minutes) and the server exits.
@@ -418,8 +475,15 @@ def serve(
 
     from agentgym.llm.engines import load_engine
 
+    check_exposure(host, api_key)
     engine = load_engine(engine_name, path, max_batch_size, dtype)
-    app = create_app(engine, name or Path(path).name, request_timeout_s=request_timeout_s)
+    app = create_app(
+        engine,
+        name or Path(path).name,
+        request_timeout_s=request_timeout_s,
+        api_key=api_key,
+        hosts=allowed_hosts(host),
+    )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="info", timeout_graceful_shutdown=1
     )

@@ -5,6 +5,11 @@ its query models validate filters (a bad one is a 400 naming the field), and syn
 in a thread pool where each thread keeps its own read-only SQLite connection. The page is plain
 HTML, CSS and JavaScript modules: no build step. Requests naming another host than the viewer's
 address are refused (DNS rebinding: a web page cannot read the store through the browser).
+
+Every response carries a Content-Security-Policy that lets the page run only its own scripts and
+styles (no inline script, event-handler attribute, ``javascript:`` URL or other origin) and
+``X-Content-Type-Options: nosniff``: the store holds model and env text, which the page puts in
+as text nodes; should any ever reach the page as markup, the browser still runs none of it.
 """
 
 from __future__ import annotations
@@ -18,43 +23,34 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from agentgym.hosts import refused_host
 from agentgym.viewer import episode as episode_view
 from agentgym.viewer import plots, queries
 from agentgym.viewer.db import StoreReader
 
 STATIC = Path(__file__).parent / "static"
-
-
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
-
-
-def allowed_hosts(bound: str) -> set[str] | None:
-    """Host names a request may carry for a viewer bound to ``bound`` (None: any).
-
-    Bound to loopback or one address: that address and the loopback names, so a web page on
-    another site whose name resolves to 127.0.0.1 (DNS rebinding) cannot read the store. Bound
-    to every interface (``0.0.0.0``, ``::``): the user chose to serve any name; no check.
-    """
-    if bound in ("0.0.0.0", "::", ""):
-        return None
-    return {bound.lower(), *LOOPBACK}
-
-
-def host_name(header: str) -> str:
-    """``example.com:8765`` -> ``example.com``; ``[::1]:8765`` -> ``::1``."""
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0].lower()
-    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The page's own modules, stylesheet and API only (``data:`` for the empty favicon)."""
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = None) -> FastAPI:
     """The viewer for the store at ``db`` (checked now: a missing or foreign file raises).
 
-    ``allowed``: the host names requests may name in ``Host`` (see :func:`allowed_hosts`);
-    others get 400. None accepts any (in-process test clients).
+    ``allowed``: the host names requests may name in ``Host``
+    (:func:`agentgym.hosts.allowed_hosts`); others get 400. None accepts any (in-process test
+    clients).
     """
     reader = db if isinstance(db, StoreReader) else StoreReader(db)
-    app = FastAPI(title="agentgym viewer", docs_url="/api/docs", redoc_url=None)
+    # No Swagger page: it loads scripts from a CDN, which the policy (rightly) refuses.
+    app = FastAPI(title="agentgym viewer", docs_url=None, redoc_url=None)
     app.state.reader = reader
 
     @app.exception_handler(RequestValidationError)
@@ -65,14 +61,8 @@ def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = N
 
     @app.middleware("http")
     async def check_host(request: Request, call_next: Any) -> Any:
-        if allowed is not None and host_name(request.headers.get("host", "")) not in allowed:
-            return JSONResponse(
-                {
-                    "detail": f"Host header {request.headers.get('host')!r} is not this viewer's "
-                    f"address ({', '.join(sorted(allowed))})"
-                },
-                status_code=400,
-            )
+        if refused := refused_host(request.headers.get("host"), allowed):
+            return JSONResponse({"detail": refused}, status_code=400)
         return await call_next(request)
 
     @app.exception_handler(KeyError)
@@ -86,6 +76,16 @@ def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = N
             response.headers["Cache-Control"] = "no-store"
         return response
 
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        # Answered outside the middleware below, so it sets the headers itself.
+        return JSONResponse(
+            {"detail": f"internal error: {type(exc).__name__}"},
+            status_code=500,
+            headers=SECURITY_HEADERS,
+        )
+
+    app.add_middleware(SecurityHeaders)  # added last: wraps every answer, refusals included
     _api_routes(app, reader)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -94,6 +94,25 @@ def create_app(db: str | Path | StoreReader, allowed: Collection[str] | None = N
         return FileResponse(STATIC / "index.html")
 
     return app
+
+
+class SecurityHeaders:
+    """ASGI middleware: :data:`SECURITY_HEADERS` on every response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.headers = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *self.headers]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def _api_routes(app: FastAPI, db: StoreReader) -> None:

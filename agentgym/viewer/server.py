@@ -7,7 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from agentgym.viewer.app import allowed_hosts, create_app
+from agentgym.hosts import allowed_hosts
+from agentgym.viewer.app import create_app
 
 
 def serve(db: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
