@@ -577,7 +577,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
-    from agentgym.llm.engines import check_dtype, require_engine
+    from agentgym.llm.engine import check_dtype, require_engine
     from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
 
     with user_errors():

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message
 from agentgym.llm.cache import LLMCache, cache_key
-from agentgym.llm.engines import Dtype, EngineName
+from agentgym.llm.engine import Dtype, EngineName
 from agentgym.llm.ratelimit import RateLimiter
 from agentgym.llm.retry import RetryPolicy, call_with_retries
 from agentgym.textscan import remove_spans, tag_spans
@@ -165,7 +165,7 @@ class HFClient(BaseClient):
 
     def __init__(self, model: str, options: ClientOptions | None = None) -> None:
         super().__init__(model, options)
-        from agentgym.llm.engines import load_engine
+        from agentgym.llm.engine import load_engine
         from agentgym.llm.models import KNOWN_MODELS, resolve_model_path
 
         path = resolve_model_path(model)

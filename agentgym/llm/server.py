@@ -32,7 +32,7 @@ from fastapi import Request  # at module level: FastAPI resolves endpoint annota
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentgym.llm.clients import parse_tool_calls
-from agentgym.llm.engine import EngineClosed, Generation, LocalEngine
+from agentgym.llm.engine import Engine, EngineClosed, Generation
 
 INT64 = 2**63
 MAX_BODY_BYTES = 8 * 2**20
@@ -106,7 +106,7 @@ class RequestError(Exception):
 
 
 def create_app(
-    engine: LocalEngine,
+    engine: Engine,
     model_name: str,
     default_max_tokens: int = 256,
     request_timeout_s: float | None = 600.0,
@@ -259,7 +259,7 @@ def longest_token(tokenizer: Any) -> int:
     return max((len(t) for t in tokenizer.get_vocab()), default=1)
 
 
-def _render(engine: LocalEngine, body: ChatCompletionRequest) -> list[int]:
+def _render(engine: Engine, body: ChatCompletionRequest) -> list[int]:
     """Prompt ids through the chat template; a template that rejects the chat is a 400."""
     messages = [m.for_template() for m in body.messages]
     try:
@@ -308,7 +308,7 @@ async def _results(futures: list[Future[Generation]], request: Request) -> list[
 
 
 def _completion(
-    gens: list[Generation], body: ChatCompletionRequest, model: str, engine: LocalEngine
+    gens: list[Generation], body: ChatCompletionRequest, model: str, engine: Engine
 ) -> dict[str, Any]:
     choices = []
     for i, g in enumerate(gens):
@@ -416,7 +416,7 @@ def serve(
     """
     import uvicorn
 
-    from agentgym.llm.engines import load_engine
+    from agentgym.llm.engine import load_engine
 
     engine = load_engine(engine_name, path, max_batch_size, dtype)
     app = create_app(engine, name or Path(path).name, request_timeout_s=request_timeout_s)

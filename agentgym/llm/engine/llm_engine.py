@@ -8,8 +8,9 @@ request joins the running batch at the next step and leaves it the step it stops
 ``generate_batch`` drives the same loop from the calling thread when no engine thread runs (a
 trainer's rollouts).
 
-Architectures the runner does not cover get :class:`GenerateEngine` (``transformers.generate``
-behind a dynamic batcher) from the same constructor.
+Architectures the runner does not cover run on
+:class:`~agentgym.llm.engine.fallback.FallbackEngine` instead (``transformers.generate`` behind a
+dynamic batcher); :func:`~agentgym.llm.engine.loader.load_engine` chooses.
 """
 
 from __future__ import annotations
@@ -19,40 +20,31 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentgym.llm.engine.base import Engine, adapter_base, load_checkpoint
-from agentgym.llm.engine.generate import GenerateEngine
+from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.kv_cache import PrefixBlocks
-from agentgym.llm.engine.model_runner import LlamaRunner, unsupported, unsupported_config
+from agentgym.llm.engine.model_runner import LlamaRunner, unsupported
 from agentgym.llm.engine.request import Generation, Request, finish
 from agentgym.llm.engine.sampler import generator, sample
 from agentgym.llm.engine.scheduler import Scheduler, Sequence
 
-MODES = ("auto", "continuous", "generate")
-
 
 class LocalEngine(Engine):
-    """Thread-safe continuous batching for one local causal LM (or the ``generate`` fallback)."""
-
-    def __new__(cls, path: str | Path, *args: Any, mode: str = "auto", **kwargs: Any) -> Any:
-        """``mode="generate"``, or an architecture the runner does not cover: a GenerateEngine."""
-        _check_mode(mode)
-        if mode == "generate" or (mode == "auto" and _config_unsupported(path)):
-            return GenerateEngine(path, *args, **kwargs)
-        return super().__new__(cls)
+    """Thread-safe continuous batching for one local Llama-shaped causal LM."""
 
     def __init__(
         self,
         path: str | Path,
         max_batch_size: int = 32,
-        max_wait_s: float = 0.005,
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
-        mode: str = "auto",
         dtype: str = "float32",
     ) -> None:
         path, tokenizer, model = load_checkpoint(path, device, dtype)
         if why := unsupported(model):
-            raise ValueError(f"continuous batching cannot run {path}: {why}; use mode='generate'")
+            raise ValueError(
+                f"continuous batching cannot run {path}: {why}; load it with "
+                "load_engine('local', ...), which runs it on FallbackEngine"
+            )
         self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb)
 
     @classmethod
@@ -64,24 +56,18 @@ class LocalEngine(Engine):
         device: str = "cpu",
         thread: bool = False,
         prefix_cache_mb: int = 0,
-        mode: str = "auto",
-    ) -> Any:
+    ) -> LocalEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
         The model is used as is (not copied, not put in eval mode), so weight updates apply at
-        once; cached prefixes do not follow them: call :meth:`clear_prefix_cache` after every
-        update. ``thread=False`` starts no engine thread until the first :meth:`submit`:
-        :meth:`generate_batch` runs in the calling thread. A model the runner does not cover (or
-        ``mode="generate"``) gets a :class:`GenerateEngine`.
+        once; cached prefixes do not follow them: call :meth:`sync_weights` after every update.
+        ``thread=False`` starts no engine thread until the first :meth:`submit`:
+        :meth:`generate_batch` runs in the calling thread. A model the runner does not cover is
+        refused (``load_engine`` runs it on the fallback).
         """
-        _check_mode(mode)
-        if mode == "generate" or (mode == "auto" and unsupported(model)):
-            return GenerateEngine.from_model(
-                model, tokenizer, max_batch_size, device, thread, prefix_cache_mb
-            )
         if why := unsupported(model):
             raise ValueError(f"continuous batching cannot run this model: {why}")
-        engine = cls.__new__(cls, "", mode="continuous")
+        engine = cls.__new__(cls)
         engine._setup(model, tokenizer, None, max_batch_size, device, prefix_cache_mb)
         if thread:
             engine._start()
@@ -104,7 +90,6 @@ class LocalEngine(Engine):
         self._ends = {tokenizer.eos_token_id, tokenizer.pad_token_id} - {None}
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._sequences: dict[int, Sequence] = {}
-        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closing = False
 
@@ -240,21 +225,3 @@ class LocalEngine(Engine):
         s.row_steps += decode
         s.prefill_tokens += sum(len(c.ids) for _, c in plan if len(c.ids) > 1)
         self.batch_sizes.append(len(plan))
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"unknown engine mode {mode!r}; allowed: {', '.join(MODES)}")
-
-
-def _config_unsupported(path: str | Path) -> str | None:
-    from transformers import AutoConfig
-
-    from agentgym.llm.models import resolve_model_path
-
-    folder = resolve_model_path(str(path))
-    try:  # a LoRA adapter folder runs on its base's architecture
-        config = AutoConfig.from_pretrained(adapter_base(folder) or folder)
-    except (OSError, ValueError):
-        return "no readable config"  # GenerateEngine reports the real error
-    return unsupported_config(config)

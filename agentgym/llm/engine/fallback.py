@@ -1,11 +1,14 @@
-"""The ``generate`` path: a local transformers model behind a dynamic batcher.
+"""The fallback engine: ``transformers.generate`` behind a dynamic batcher, for architectures
+the continuous-batching runner does not cover.
 
-The fallback for architectures the continuous-batching runner does not cover (and the "before" of
-``benchmarks/engines.py``): :class:`GenerateEngine` is what ``LocalEngine`` was up to issue 34.
+:func:`~agentgym.llm.engine.loader.load_engine` runs a model here when
+:func:`~agentgym.llm.engine.model_runner.unsupported` names a reason (another architecture, a
+peft or policy wrapper around the model, sliding-window attention); ``benchmarks/engines.py``
+measures it as the "before" of continuous batching.
 
 Requests from many threads (the evaluator's concurrent episodes, or the HTTP server's concurrent
 clients) queue up; one generation thread takes what has arrived (waiting for the previous batch's
-callers to come back, see :meth:`LocalEngine._collect`), up to ``max_batch_size``, and runs one
+callers to come back, see :meth:`FallbackEngine._collect`), up to ``max_batch_size``, and runs one
 batched ``generate`` with the KV cache. Batching pays where decoding dominates; a prefill (long
 first prompts) costs the same batched or not (figures: docs/results.md, "SmolLM2 generation
 speed", from ``benchmarks/llm.py``).
@@ -13,7 +16,7 @@ speed", from ``benchmarks/llm.py``).
 Each row stops at its own stop strings, end-of-sequence token or token limit, and the batch ends
 when every row has stopped (an agent's one-line action with ``stop=["\\n"]`` costs as many decode
 steps as its longest line, not ``max_tokens``). Engines loaded from a checkpoint keep a
-:class:`~agentgym.llm.prefix.PrefixCache`: a prompt that starts with an earlier prompt and its
+:class:`~agentgym.llm.engine.fallback_cache.PrefixCache`: a prompt that starts with an earlier prompt and its
 completion (the next turn of an episode) prefills only its new tokens, and rows still going after
 16, 32, 64... steps continue from it in a smaller batch.
 
@@ -34,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.llm.engine.base import Engine, load_checkpoint
+from agentgym.llm.engine.fallback_cache import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
 from agentgym.llm.engine.request import Generation, SamplingParams, finish
 from agentgym.llm.engine.request import Request as _Request
-from agentgym.llm.prefix import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
 
 
-class GenerateEngine(Engine):
+class FallbackEngine(Engine):
     """Thread-safe batched generation for one local causal LM checkpoint, through ``generate``."""
 
     def __init__(
@@ -64,7 +67,7 @@ class GenerateEngine(Engine):
         device: str = "cpu",
         thread: bool = False,
         prefix_cache_mb: int = 0,
-    ) -> GenerateEngine:
+    ) -> FallbackEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
         The model is used as is (not copied, not put in eval mode). ``thread=False`` starts no
@@ -208,6 +211,10 @@ class GenerateEngine(Engine):
 
     # ------------------------------------------------------------------ one batch
     def _run(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
+        with self._lock:
+            return self._run_locked(sampling, group)
+
+    def _run_locked(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
         self.batch_sizes.append(len(group))
         hits = [self._match(r.prompt_ids) for r in group]
         rows = [_Row(r, self._generator(r.seed, sampling)) for r in group]
