@@ -575,6 +575,15 @@ def serve(
         str | None,
         typer.Option(help="Precision: float32 or bfloat16 (default: the engine's own)"),
     ] = None,
+    kv_cache_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="GiB for keys and values: running requests and the prefix cache together; a "
+            "request that does not fit waits (default: twice the weights, at most a quarter of "
+            "the free memory)",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
     from agentgym.llm.engine import check_dtype, require_engine
@@ -607,6 +616,7 @@ def serve(
         request_timeout_s=request_timeout,
         engine_name=engine,
         dtype=dtype,
+        kv_cache_gb=kv_cache_gb,
     )
 
 

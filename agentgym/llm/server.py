@@ -407,9 +407,11 @@ def serve(
     request_timeout_s: float | None = 600.0,
     engine_name: str = "local",
     dtype: str | None = None,
+    kv_cache_gb: float | None = None,
 ) -> None:
     """Load ``path`` on engine ``engine_name`` (``local`` or ``vllm``; in ``dtype``, else the
-    engine's default precision) and serve it until SIGINT or SIGTERM.
+    engine's default precision; keys and values within ``kv_cache_gb`` GiB, else the engine's
+    default budget) and serve it until SIGINT or SIGTERM.
 
     On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
     waits for them: a long generation held the process for minutes) and the server exits.
@@ -418,7 +420,7 @@ def serve(
 
     from agentgym.llm.engine import load_engine
 
-    engine = load_engine(engine_name, path, max_batch_size, dtype)
+    engine = load_engine(engine_name, path, max_batch_size, dtype, kv_cache_gb=kv_cache_gb)
     app = create_app(engine, name or Path(path).name, request_timeout_s=request_timeout_s)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="info", timeout_graceful_shutdown=1

@@ -38,6 +38,7 @@ from typing import Any
 
 from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.fallback_cache import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
+from agentgym.llm.engine.memory import budget_bytes, bytes_per_token
 from agentgym.llm.engine.request import Generation, SamplingParams, finish
 from agentgym.llm.engine.request import Request as _Request
 
@@ -53,10 +54,13 @@ class FallbackEngine(Engine):
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
         dtype: str = "float32",
+        kv_cache_gb: float | None = None,
     ) -> None:
+        """``kv_cache_gb``: the memory budget (as ``LocalEngine``'s) that bounds the prefix
+        cache with ``prefix_cache_mb``; each batch's own cache lives only while it runs."""
         path, tokenizer, model = load_checkpoint(path, device, dtype)
         self._setup(model, tokenizer, path, max_batch_size, max_wait_s, device, thread=True)
-        self._enable_prefix_cache(prefix_cache_mb)
+        self._enable_prefix_cache(prefix_cache_mb, kv_cache_gb)
 
     @classmethod
     def from_model(
@@ -67,6 +71,7 @@ class FallbackEngine(Engine):
         device: str = "cpu",
         thread: bool = False,
         prefix_cache_mb: int = 0,
+        kv_cache_gb: float | None = None,
     ) -> FallbackEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
@@ -77,7 +82,7 @@ class FallbackEngine(Engine):
         """
         engine = cls.__new__(cls)
         engine._setup(model, tokenizer, None, max_batch_size, 0.005, device, thread=thread)
-        engine._enable_prefix_cache(prefix_cache_mb)
+        engine._enable_prefix_cache(prefix_cache_mb, kv_cache_gb)
         return engine
 
     def _setup(
@@ -113,9 +118,11 @@ class FallbackEngine(Engine):
             self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
             self._thread.start()
 
-    def _enable_prefix_cache(self, megabytes: int) -> None:
+    def _enable_prefix_cache(self, megabytes: int, kv_cache_gb: float | None) -> None:
+        per_token = bytes_per_token(self.model)
+        budget = budget_bytes(kv_cache_gb, self.model, per_token, self.context_tokens)
         if megabytes > 0 and _cache_api() is not None:
-            self.prefix_cache = PrefixCache(megabytes << 20)
+            self.prefix_cache = PrefixCache(min(megabytes << 20, budget))
 
     # ------------------------------------------------------------------ what differs
     def _enqueue(self, requests: list[_Request]) -> None:

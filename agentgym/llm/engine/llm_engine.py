@@ -22,6 +22,7 @@ from typing import Any
 
 from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.kv_cache import PrefixBlocks
+from agentgym.llm.engine.memory import budget_bytes, trim_heap
 from agentgym.llm.engine.model_runner import LlamaRunner, unsupported
 from agentgym.llm.engine.request import Generation, Request, finish
 from agentgym.llm.engine.sampler import generator, sample
@@ -38,14 +39,19 @@ class LocalEngine(Engine):
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
         dtype: str = "float32",
+        kv_cache_gb: float | None = None,
     ) -> None:
+        """``kv_cache_gb``: the memory budget of keys and values in GiB, the running sequences'
+        slots and the prefix blocks together (None: :func:`~agentgym.llm.engine.memory.
+        default_budget`, proportionate to the model and the machine); ``prefix_cache_mb`` caps
+        the prefix blocks within it (0: no prefix cache)."""
         path, tokenizer, model = load_checkpoint(path, device, dtype)
         if why := unsupported(model):
             raise ValueError(
                 f"continuous batching cannot run {path}: {why}; load it with "
                 "load_engine('local', ...), which runs it on FallbackEngine"
             )
-        self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb)
+        self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb, kv_cache_gb)
 
     @classmethod
     def from_model(
@@ -56,6 +62,7 @@ class LocalEngine(Engine):
         device: str = "cpu",
         thread: bool = False,
         prefix_cache_mb: int = 0,
+        kv_cache_gb: float | None = None,
     ) -> LocalEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
@@ -68,7 +75,7 @@ class LocalEngine(Engine):
         if why := unsupported(model):
             raise ValueError(f"continuous batching cannot run this model: {why}")
         engine = cls.__new__(cls)
-        engine._setup(model, tokenizer, None, max_batch_size, device, prefix_cache_mb)
+        engine._setup(model, tokenizer, None, max_batch_size, device, prefix_cache_mb, kv_cache_gb)
         if thread:
             engine._start()
         return engine
@@ -81,12 +88,22 @@ class LocalEngine(Engine):
         max_batch_size: int,
         device: str,
         prefix_cache_mb: int,
+        kv_cache_gb: float | None,
     ) -> None:
         self._attach(model, tokenizer, path, device, max_batch_size)
         self.runner = LlamaRunner(model, device)
         self.cache = self.runner.new_cache()
-        self.prefix_cache = PrefixBlocks(prefix_cache_mb << 20) if prefix_cache_mb > 0 else None
-        self.scheduler = Scheduler(self.cache, self.prefix_cache, max_batch_size, 512)
+        context = self.context_tokens
+        self.memory_bytes = budget_bytes(kv_cache_gb, model, self.cache.nbytes_per_token(), context)
+        """The budget of the slots and prefix blocks together (:mod:`~agentgym.llm.engine.memory`)."""
+        self.cache.max_bytes = self.memory_bytes
+        prefix_bytes = min(prefix_cache_mb << 20, self.memory_bytes)
+        self.prefix_cache = PrefixBlocks(prefix_bytes) if prefix_cache_mb > 0 else None
+        self.scheduler = Scheduler(
+            self.cache, self.prefix_cache, max_batch_size, 512, self.memory_bytes, context
+        )
+        self.release_after_s = 1.0
+        """Idle seconds after which the engine thread gives memory back (:meth:`release`)."""
         self._ends = {tokenizer.eos_token_id, tokenizer.pad_token_id} - {None}
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._sequences: dict[int, Sequence] = {}
@@ -120,13 +137,23 @@ class LocalEngine(Engine):
         self._thread.start()
 
     def _loop(self) -> None:
-        closing = False
+        closing, released = False, True
         while True:
             busy = self.scheduler.busy()
             if not busy and closing:
                 return
             try:
-                item = self._queue.get(block=not busy)
+                if busy:
+                    item = self._queue.get_nowait()
+                elif released:
+                    item = self._queue.get()
+                else:  # idle: wait a little, then give memory back before waiting on
+                    try:
+                        item = self._queue.get(timeout=self.release_after_s)
+                    except queue.Empty:
+                        self.release()
+                        released = True
+                        continue
                 while True:
                     if item is None:
                         closing = True
@@ -136,8 +163,20 @@ class LocalEngine(Engine):
             except queue.Empty:
                 pass
             if self.scheduler.busy():
+                released = False
                 with self._lock:
                     self._step()
+
+    def release(self) -> None:
+        """Give memory back once no sequence runs: the slot tensor shrinks to its smallest, and
+        the prefix blocks to half the budget (the next turns' prefixes stay cached)."""
+        with self._lock:
+            if self.scheduler.busy():
+                return
+            self.cache.reset()
+            if self.prefix_cache is not None:
+                self.prefix_cache.evict(self.memory_bytes // 2)
+            trim_heap()
 
     def _add(self, request: Request) -> None:
         if request.future.done():  # cancelled while queued

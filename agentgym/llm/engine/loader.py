@@ -59,8 +59,10 @@ def load_engine(
     once, in the module's own precision; ``dtype`` is not used), and a ``vllm`` engine loads the
     model's checkpoint and takes its weights through :meth:`Engine.sync_weights`.
     ``dtype``, ``prefix_cache_mb`` and ``kv_cache_gb``: None keeps the engine's default;
-    ``kv_cache_gb`` and ``max_context_tokens`` size vLLM's cache, ``prefix_cache_mb`` 0 turns
-    prefix caching off on either engine.
+    ``kv_cache_gb`` is the engine's memory for keys and values (vLLM's KV cache; a local
+    engine's running slots and prefix blocks together, see :mod:`agentgym.llm.engine.memory`),
+    ``max_context_tokens`` sizes vLLM's sequences, ``prefix_cache_mb`` 0 turns prefix caching
+    off on either engine.
     """
     in_memory = not isinstance(source, (str, Path))
     if require_engine(name) == "vllm":
@@ -81,7 +83,7 @@ def load_engine(
     from agentgym.llm.engine.llm_engine import LocalEngine
     from agentgym.llm.engine.model_runner import unsupported
 
-    local: dict[str, Any] = {"device": device}
+    local: dict[str, Any] = {"device": device, "kv_cache_gb": kv_cache_gb}
     if prefix_cache_mb is not None:
         local["prefix_cache_mb"] = prefix_cache_mb
     if in_memory:
