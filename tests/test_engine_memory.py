@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agentgym.llm.engine import LocalEngine
-from agentgym.llm.engine.memory import available_bytes, default_budget
+from agentgym.llm.engine.memory import IDLE_PREFIX_SHARE, available_bytes, default_budget
 
 NEW_TOKENS = 8
 
@@ -62,7 +62,7 @@ def test_an_idle_engine_shrinks_its_slots_and_prefix_blocks(tiny_model):
         time.sleep(0.02)
     assert engine.cache.nbytes == engine.cache.bytes_for(1, 64)  # the smallest slot tensor
     assert engine.prefix_cache is not None
-    assert engine.prefix_cache.nbytes <= engine.memory_bytes // 2
+    assert engine.prefix_cache.nbytes <= engine.memory_bytes // IDLE_PREFIX_SHARE
     again = engine.submit(prompts[0], max_new_tokens=NEW_TOKENS).result()  # it grows back
     assert again.token_ids == futures[0].result().token_ids
     engine.close()

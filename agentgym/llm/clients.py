@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message
@@ -62,6 +62,9 @@ class ClientOptions(BaseModel):
     """``hf:`` only: the engine's precision; None is the engine's default (``local``: float32,
     as the trainer computes; ``vllm``: float32 on a CPU, bfloat16 on a GPU). bfloat16 plays a
     Household turn about 1.7x faster on a CPU with avx512_bf16; its greedy choices can differ."""
+    kv_cache_gb: float | None = Field(default=None, gt=0)
+    """``hf:`` only: GiB for the engine's keys and values, running requests and prefix cache
+    together (a request that does not fit waits); None: the engine's default budget."""
 
 
 class BaseClient:
@@ -176,7 +179,11 @@ class HFClient(BaseClient):
                 f"model: {', '.join(f'hf:{n}' for n in KNOWN_MODELS)})"
             )
         self.engine = load_engine(
-            self.options.engine, path, self.options.max_batch_size, self.options.dtype
+            self.options.engine,
+            path,
+            self.options.max_batch_size,
+            self.options.dtype,
+            kv_cache_gb=self.options.kv_cache_gb,
         )
         self.context_tokens: int | None = self.engine.context_tokens
         """The model's context window: agents cut longer histories to fit it."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.kv_cache import PrefixBlocks
-from agentgym.llm.engine.memory import budget_bytes, trim_heap
+from agentgym.llm.engine.memory import IDLE_PREFIX_SHARE, budget_bytes, trim_heap
 from agentgym.llm.engine.model_runner import LlamaRunner, unsupported
 from agentgym.llm.engine.request import Generation, Request, finish
 from agentgym.llm.engine.sampler import generator, sample
@@ -169,13 +169,13 @@ class LocalEngine(Engine):
 
     def release(self) -> None:
         """Give memory back once no sequence runs: the slot tensor shrinks to its smallest, and
-        the prefix blocks to half the budget (the next turns' prefixes stay cached)."""
+        the prefix blocks to a quarter of the budget (the most recent prefixes stay cached)."""
         with self._lock:
             if self.scheduler.busy():
                 return
             self.cache.reset()
             if self.prefix_cache is not None:
-                self.prefix_cache.evict(self.memory_bytes // 2)
+                self.prefix_cache.evict(self.memory_bytes // IDLE_PREFIX_SHARE)
             trim_heap()
 
     def _add(self, request: Request) -> None:

@@ -5,7 +5,8 @@ prefix blocks kept for later prompts. Both come out of one budget. Its default i
 the model and to the machine: twice the weights' bytes (SmolLM2-135M in float32: about 1.1 GB,
 so ``agentgym serve smollm2`` stays near 2 GB under any load), at most a quarter of the memory
 free when the engine loads, and at least one sequence of the model's full context (so every
-request the model can take can run).
+request the model can take can run). After a second without work the engine gives memory back:
+its slots shrink to the smallest and its prefix blocks to a quarter of the budget.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ WEIGHTS_FACTOR = 2
 """Default budget: this many times the weights' bytes..."""
 FREE_SHARE = 4
 """... and at most 1/FREE_SHARE of the memory available at load."""
+IDLE_PREFIX_SHARE = 4
+"""An idle engine keeps at most 1/IDLE_PREFIX_SHARE of its budget in prefix blocks: the turns
+of a running episode arrive within milliseconds of each other, not after a second of idleness."""
 
 
 def available_bytes(meminfo: str | None = None) -> int | None:

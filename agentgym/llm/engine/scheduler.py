@@ -153,7 +153,10 @@ class Scheduler:
         if self.running and not self.cache.fits(slots, length):
             return False
         if self.memory_bytes is not None and self.prefix is not None:
-            planned = self.cache.bytes_for(*self.cache.plan(slots, length))
+            shape = self.cache.plan(slots, length)
+            planned = self.cache.bytes_for(*shape)
+            if shape != (self.cache.kv.shape[2], self.cache.length):
+                planned += self.cache.nbytes  # the old tensor lives while it is copied
             self.prefix.evict(self.memory_bytes - planned)
         self.cache.ensure(slots, length)
         return True
