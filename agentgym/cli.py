@@ -585,10 +585,19 @@ def serve(
             "shows in the process list",
         ),
     ] = None,
+    kv_cache_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="GiB for keys and values: running requests and the prefix cache together; a "
+            "request that does not fit waits (default: twice the weights, at most a quarter of "
+            "the free memory)",
+        ),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
     from agentgym.hosts import check_exposure
-    from agentgym.llm.engines import check_dtype, require_engine
+    from agentgym.llm.engine import check_dtype, require_engine
     from agentgym.llm.models import KNOWN_MODELS, default_model_spec, resolve_model_path
 
     with user_errors():
@@ -620,6 +629,7 @@ def serve(
         engine_name=engine,
         dtype=dtype,
         api_key=api_key,
+        kv_cache_gb=kv_cache_gb,
     )
 
 

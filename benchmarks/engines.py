@@ -16,7 +16,7 @@ seconds first):
    ``--rl-tasks`` x ``--rl-group`` episodes, to fit a CPU), with the step's generation seconds
    and, for vLLM rollouts, the logprob gap between the engine and the policy.
 
-Engines: ``before`` is the older path (``LocalEngine(mode="generate")``:
+Engines: ``before`` is the fallback path (:class:`FallbackEngine`:
 ``transformers.generate`` behind a dynamic batcher, with its prefix cache), ``after`` the
 continuous-batching :class:`LocalEngine`, and ``vllm`` (:class:`VLLMEngine`, the same interface)
 where vLLM is installed (``VLLM_CPU_OMP_THREADS_BIND=0`` binds it to one core). Greedy outputs of
@@ -59,13 +59,13 @@ def load() -> str:
 # ---------------------------------------------------------------------------- engines
 def engine_factories(path: str, only: list[str]) -> dict[str, Callable[[], Any]]:
     """name -> a function building that engine (vLLM only where its module imports)."""
-    from agentgym.llm.engine import LocalEngine
+    from agentgym.llm.engine import FallbackEngine, LocalEngine
 
     factories: dict[str, Callable[[], Any]] = {
-        "before": lambda: LocalEngine(path, max_batch_size=32, mode="generate"),
+        "before": lambda: FallbackEngine(path, max_batch_size=32),
         "after": lambda: LocalEngine(path, max_batch_size=32),
     }
-    from agentgym.llm.vllm_engine import VLLMEngine, vllm_available
+    from agentgym.llm.engine.vllm import VLLMEngine, vllm_available
 
     if vllm_available():
         factories["vllm"] = lambda: VLLMEngine(path, max_batch_size=32)
@@ -196,7 +196,7 @@ def clarify_eval(engine: Any, limit: int, concurrency: int) -> dict[str, float]:
 def rl_step(name: str, tasks: int, group: int, new_tokens: int) -> dict[str, float]:
     """One GRPO step of the KBQA demo config on SmolLM2 with engine ``name`` (load excluded):
     step and generation seconds, and the engine-vs-policy logprob gap where the trainer logs it."""
-    from agentgym.llm.engine import LocalEngine
+    from agentgym.llm.engine import FallbackEngine
     from agentgym.llm.models import resolve_model_path
     from agentgym.train.config import load_config
     from agentgym.train.trainer import Trainer
@@ -218,14 +218,13 @@ def rl_step(name: str, tasks: int, group: int, new_tokens: int) -> dict[str, flo
         )
         trainer = Trainer(cfg)
         try:
-            if name != "vllm":
+            if name == "before":
                 r = cfg.rollout
-                trainer._engine = LocalEngine.from_model(
+                trainer._engine = FallbackEngine.from_model(
                     trainer.model,
                     trainer.tokenizer,
                     max_batch_size=r.max_batch_size,
                     prefix_cache_mb=r.prefix_cache_mb,
-                    mode="generate" if name == "before" else "auto",
                 )
             _ = trainer.engine  # loaded outside the timing
             t0 = time.perf_counter()

@@ -9,7 +9,7 @@ second, the speed ratio against float32 measured in the same run, and how many g
 are the same text as float32's (an eval in bfloat16 plays other episodes where they differ).
 
 ``--trainer`` times the trainer's precision instead (``model.precision``: float32 weights, bf16
-autocast or none): one rollout turn through ``LocalEngine.from_model`` over the trainable LoRA
+autocast or none): one rollout turn through ``load_engine`` over the trainable LoRA
 model, as the trainer's rollouts run it, and one forward and backward over ``--rows`` of the
 prompts, ``--micro-batch`` at a time, as its update runs. The arms alternate ``--repeat`` times,
 so a load that drifts during the run reaches both.
@@ -63,11 +63,11 @@ def trainer_arms(args: argparse.Namespace, users: list[str]) -> Table:
 
     import torch
 
-    from agentgym.llm.engine import LocalEngine
+    from agentgym.llm.engine import load_engine
     from agentgym.train.policy import LoraConfig, load_model, load_tokenizer
 
     model = load_model(args.model, "cpu", LoraConfig(r=16, alpha=32))  # adapters keep training
-    engine = LocalEngine.from_model(model, load_tokenizer(args.model), args.batch)
+    engine = load_engine("local", model, args.batch, tokenizer=load_tokenizer(args.model))
     ids = [engine.render([{"role": "user", "content": u}], None) for u in users[: args.rows]]
     width = max(map(len, ids))
     rows = torch.tensor([i + [0] * (width - len(i)) for i in ids])
@@ -120,8 +120,7 @@ def main() -> None:
     args = p.parse_args()
     import torch
 
-    from agentgym.llm.engine import LocalEngine
-    from agentgym.llm.engines import DTYPES, native_bf16
+    from agentgym.llm.engine import DTYPES, LocalEngine, native_bf16
 
     torch.set_num_threads(args.threads)
     print(f"native bf16 on this CPU: {native_bf16()} ({torch.backends.cpu.get_cpu_capability()})")

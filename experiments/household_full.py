@@ -73,7 +73,7 @@ from agentgym.envs.household.env import HouseholdEnv
 from agentgym.envs.household.goals import SHORT, TASK_TYPES
 from agentgym.envs.household.searcher import SearchAgent
 from agentgym.envs.household.text import NOTHING_HAPPENS
-from agentgym.llm.engines import DTYPES
+from agentgym.llm.engine import DTYPES
 from agentgym.llm.factory import split_spec
 from agentgym.task import Task, TaskSuite
 

@@ -195,7 +195,7 @@ def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model, notes):
     same commands; step rows cut there and reproduce the sampling logprobs."""
     import torch
 
-    from agentgym.llm.engine import LocalEngine
+    from agentgym.llm.engine import load_engine
     from agentgym.train.batch import build_batch
     from agentgym.train.chat import ChatFormat
     from agentgym.train.envpool import LocalEnvPool
@@ -204,7 +204,7 @@ def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model, notes):
 
     torch.manual_seed(0)
     model, tok = load_model(tiny_model), load_tokenizer(tiny_model)
-    engine = LocalEngine.from_model(model, tok, max_batch_size=4)
+    engine = load_engine("local", model, 4, tokenizer=tok)
     chat = ChatFormat(tok, system_prompt=False)
     task = next(iter(TaskSuite.load("household/valid_unseen")))
     task = task.model_copy(update={"config": {**task.config, "max_turns": 4}})

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentgym.cli import app
-from agentgym.llm import engines
-from agentgym.llm.engines import check_engine, native_bf16, require_engine
+from agentgym.llm.engine import check_engine, native_bf16, require_engine
+from agentgym.llm.engine import precision as engines
 from agentgym.llm.factory import make_client
 from agentgym.train.config import TrainConfig, load_config
 

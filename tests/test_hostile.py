@@ -117,7 +117,7 @@ def test_a_seeded_request_samples_the_same_alone_or_in_any_batch(tiny_model):
 
 
 def test_a_request_that_fails_in_a_batch_fails_alone(tiny_model):
-    engine = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=1.0, prefix_cache_mb=0)
+    engine = LocalEngine(tiny_model, max_batch_size=3, prefix_cache_mb=0)
     try:
         good = [engine.submit(_prompt(engine, i), max_new_tokens=3) for i in range(2)]
         bad = engine.submit([10**6], max_new_tokens=3)  # no such token: the model raises

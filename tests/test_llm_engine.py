@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from agentgym.llm.engine import GenerateEngine, LocalEngine
+from agentgym.llm.engine import FallbackEngine, LocalEngine, load_engine
 from agentgym.llm.engine.kv_cache import PrefixBlocks
 
 SYSTEM = {"role": "system", "content": "You are looking for one of the candidate movies. " * 3}
@@ -58,8 +58,7 @@ def test_greedy_equals_generate_with_chunked_prefill_and_rows_joining_late(tiny_
 
 def test_sampled_tokens_and_logprobs_equal_the_generate_path(tiny_model):
     engine = LocalEngine(tiny_model, prefix_cache_mb=64)
-    fallback = LocalEngine(tiny_model, mode="generate", prefix_cache_mb=0)
-    assert isinstance(fallback, GenerateEngine)
+    fallback = FallbackEngine(tiny_model, prefix_cache_mb=0)
     prompts = _prompts(engine)
     for temperature, top_p in [(0.0, 1.0), (1.0, 1.0), (0.8, 0.9)]:
         kw = dict(max_new_tokens=16, temperature=temperature, top_p=top_p, seed=7)
@@ -127,12 +126,45 @@ def test_unsupported_models_fall_back_to_the_generate_path(tiny_model):
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     tok = AutoTokenizer.from_pretrained(tiny_model)
-    assert isinstance(LocalEngine.from_model(model, tok), LocalEngine)
-    wrapped = torch.nn.Sequential()  # not a LlamaForCausalLM: today's generate path takes it
+    assert isinstance(load_engine("local", model, tokenizer=tok), LocalEngine)
+    assert isinstance(load_engine("local", tiny_model), LocalEngine)
+    wrapped = torch.nn.Sequential()  # not a LlamaForCausalLM: the generate path takes it
     wrapped.config = model.config  # type: ignore[assignment]
-    assert isinstance(LocalEngine.from_model(wrapped, tok), GenerateEngine)
-    with pytest.raises(ValueError, match="unknown engine mode 'fast'; allowed: auto"):
-        LocalEngine(tiny_model, mode="fast")
+    assert isinstance(load_engine("local", wrapped, tokenizer=tok), FallbackEngine)
+    with pytest.raises(ValueError, match="continuous batching cannot run this model: Sequential"):
+        LocalEngine.from_model(wrapped, tok)
+    with pytest.raises(ValueError, match="unknown engine 'fast'; use one of: local, vllm"):
+        load_engine("fast", tiny_model)
+
+
+def test_sync_weights_is_a_no_op_on_shared_weights_and_copies_into_a_loaded_engine(tiny_model):
+    """One way for new weights to reach an engine: over the trainer's own module nothing is
+    copied (only cached prefixes go); an engine that loaded its own copy takes the new state."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    shared = load_engine("local", model, tokenizer=tok, prefix_cache_mb=64)
+    loaded = LocalEngine(tiny_model, prefix_cache_mb=64)
+    assert (shared.shares_weights, loaded.shares_weights) == (True, False)
+    prompts = _prompts(shared, 2)
+    shared.generate_batch(prompts, max_new_tokens=4)
+    assert len(shared.prefix_cache) > 0
+    with torch.no_grad():  # an "update" that changes greedy choices
+        g = torch.Generator().manual_seed(0)
+        for param in model.parameters():
+            param.add_(torch.randn(param.shape, generator=g))
+    shared.sync_weights(model)
+    assert shared.model is model and len(shared.prefix_cache) == 0
+    before = loaded.generate_batch(prompts, max_new_tokens=6)
+    loaded.sync_weights(model)
+    after = loaded.generate_batch(prompts, max_new_tokens=6)
+    assert loaded.model is not model
+    assert [g.token_ids for g in after] == [
+        g.token_ids for g in shared.generate_batch(prompts, max_new_tokens=6)
+    ]
+    assert [g.token_ids for g in after] != [g.token_ids for g in before]
+    loaded.close()
 
 
 def test_prefix_blocks_match_by_chain_and_evict_least_recently_used():
@@ -212,7 +244,7 @@ def test_a_lora_adapter_folder_gets_continuous_batching_with_its_adapters(tiny_m
         (tmp_path / name).write_bytes((tiny_model / name).read_bytes())
     engine = LocalEngine(tmp_path, prefix_cache_mb=0)
     assert isinstance(engine, LocalEngine)
-    fallback = LocalEngine(tmp_path, mode="generate", prefix_cache_mb=0)
+    fallback = FallbackEngine(tmp_path, prefix_cache_mb=0)
     base = LocalEngine(tiny_model, prefix_cache_mb=0)
     prompts = _prompts(engine)
     kw = dict(max_new_tokens=12, temperature=0.0)

@@ -14,7 +14,7 @@ pytest.importorskip("peft")
 import agentgym  # noqa: E402
 from agentgym.agents import pa_moe as pm  # noqa: E402
 from agentgym.agents.pa_moe import train as pmt  # noqa: E402  (registers model.policy: pa_moe)
-from agentgym.llm.engine import LocalEngine  # noqa: E402
+from agentgym.llm.engine import load_engine  # noqa: E402
 from agentgym.rollout import rollout  # noqa: E402
 from agentgym.task import TaskSuite, write_tasks  # noqa: E402
 from agentgym.testing.noop import noop_suite  # noqa: E402
@@ -73,7 +73,7 @@ def routed(tiny_model):
     jobs = [Job(t, t.id, k, k) for t in tasks for k in range(2)]
     hook.model.eval()
     episodes, _ = collect(
-        LocalEngine.from_model(hook.model, tok, max_batch_size=8),
+        load_engine("local", hook.model, 8, tokenizer=tok),
         ChatFormat(tok, system_prompt=False),
         LocalEnvPool("Household-v0"),
         jobs,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentgym.llm.engine import LocalEngine
+from agentgym.llm.engine import load_engine
 from agentgym.task import TaskSuite
 from agentgym.train.chat import ChatFormat
 from agentgym.train.envpool import LocalEnvPool, make_pool
@@ -23,7 +23,7 @@ def local_ray():
 
 def test_ray_pool_gives_the_same_episodes_as_the_local_pool(local_ray, tiny_model):
     model, tok = load_model(tiny_model), load_tokenizer(tiny_model)
-    engine = LocalEngine.from_model(model, tok)
+    engine = load_engine("local", model, tokenizer=tok)
     chat = ChatFormat(tok, system_prompt=False)
     tasks = TaskSuite.load("clarify/train").filter(["easy"], 3).tasks
     jobs = [Job(t, t.id, k, k) for t in tasks for k in range(2)]

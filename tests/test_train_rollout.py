@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentgym.llm.engine import LocalEngine
+from agentgym.llm.engine import load_engine
 from agentgym.task import TaskSuite
 from agentgym.train.batch import build_batch, token_weights
 from agentgym.train.chat import ChatFormat
@@ -23,7 +23,7 @@ def policy(tiny_model):
 @pytest.fixture(scope="module")
 def rolled(policy):
     model, tok = policy
-    engine = LocalEngine.from_model(model, tok, max_batch_size=8)
+    engine = load_engine("local", model, 8, tokenizer=tok)
     chat = ChatFormat(tok, system_prompt=False)
     tasks = TaskSuite.load("clarify/train").filter(["easy"], 2).tasks
     jobs = [Job(t, t.id, k, k) for t in tasks for k in range(2)]
@@ -154,7 +154,7 @@ def test_an_episode_samples_the_same_text_alone_or_in_any_batch(policy):
     sampling = Sampling(max_turns=3, max_new_tokens=8, temperature=1.0)
 
     def texts(batch, max_batch_size=8):
-        engine = LocalEngine.from_model(model, tok, max_batch_size=max_batch_size)
+        engine = load_engine("local", model, max_batch_size, tokenizer=tok)
         episodes, _ = collect(engine, chat, LocalEnvPool("Clarify-v0"), batch, sampling, seed=1)
         return {ep.episode.seed: ep.ids for ep in episodes}
 
@@ -180,7 +180,7 @@ def test_rollouts_use_the_env_s_sampling_spec(policy):
     sampling = Sampling.from_spec(rollout, max_turns=2)
     assert (sampling.max_new_tokens, sampling.stop, sampling.top_p) == (12, ("\n",), 0.9)
     model, tok = policy
-    engine = LocalEngine.from_model(model, tok)
+    engine = load_engine("local", model, tokenizer=tok)
     tasks = TaskSuite.load("household/train").tasks[:3]
     jobs = [Job(t, t.id, 0, i) for i, t in enumerate(tasks)]
     episodes, _ = collect(

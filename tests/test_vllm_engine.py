@@ -12,7 +12,7 @@ pytest.importorskip("vllm", reason="the vllm extra is not installed")
 pytestmark = pytest.mark.timeout(1200)  # loading vLLM takes minutes on a loaded 2-core machine
 
 from agentgym.llm.engine import LocalEngine  # noqa: E402
-from agentgym.llm.vllm_engine import VLLMEngine  # noqa: E402
+from agentgym.llm.engine.vllm import VLLMEngine  # noqa: E402
 
 SMOL = "smollm2"
 
@@ -244,10 +244,11 @@ def test_two_grpo_steps_on_kbqa_with_vllm_rollouts_log_the_logprob_gap(
             assert math.isfinite(row["logprob_gap_mean"]) and math.isfinite(row["logprob_gap_max"])
             # fp32 on both sides and the weights of the last update: the same distribution
             assert row["logprob_gap_max"] < 1e-3, row
-        assert trainer._vllm is not None
+        engine = trainer.engine
+        assert isinstance(engine, VLLMEngine) and not engine.shares_weights
         # step 2 rolled out with step 1's weights: a LoRA run pushed its second adapter
-        assert trainer._vllm.engine.lora is not None if lora else trainer._vllm.engine.lora is None
-        assert trainer._vllm._version == (2 if lora else 0)
+        assert engine.lora is not None if lora else engine.lora is None
+        assert engine._adapter_version == (2 if lora else 0)
     finally:
         trainer.close()
 

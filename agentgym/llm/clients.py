@@ -13,12 +13,12 @@ import uuid
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message
 from agentgym.llm.cache import LLMCache, cache_key
-from agentgym.llm.engines import Dtype, EngineName
+from agentgym.llm.engine import Dtype, EngineName
 from agentgym.llm.ratelimit import RateLimiter
 from agentgym.llm.retry import RetryPolicy, call_with_retries
 from agentgym.redact import remember_secret, scrub_exception
@@ -64,6 +64,9 @@ class ClientOptions(BaseModel):
     """``hf:`` only: the engine's precision; None is the engine's default (``local``: float32,
     as the trainer computes; ``vllm``: float32 on a CPU, bfloat16 on a GPU). bfloat16 plays a
     Household turn about 1.7x faster on a CPU with avx512_bf16; its greedy choices can differ."""
+    kv_cache_gb: float | None = Field(default=None, gt=0)
+    """``hf:`` only: GiB for the engine's keys and values, running requests and prefix cache
+    together (a request that does not fit waits); None: the engine's default budget."""
 
 
 class BaseClient:
@@ -189,7 +192,7 @@ class HFClient(BaseClient):
 
     def __init__(self, model: str, options: ClientOptions | None = None) -> None:
         super().__init__(model, options)
-        from agentgym.llm.engines import load_engine
+        from agentgym.llm.engine import load_engine
         from agentgym.llm.models import KNOWN_MODELS, resolve_model_path
 
         path = resolve_model_path(model)
@@ -200,7 +203,11 @@ class HFClient(BaseClient):
                 f"model: {', '.join(f'hf:{n}' for n in KNOWN_MODELS)})"
             )
         self.engine = load_engine(
-            self.options.engine, path, self.options.max_batch_size, self.options.dtype
+            self.options.engine,
+            path,
+            self.options.max_batch_size,
+            self.options.dtype,
+            kv_cache_gb=self.options.kv_cache_gb,
         )
         self.context_tokens: int | None = self.engine.context_tokens
         """The model's context window: agents cut longer histories to fit it."""

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentgym.hosts import allowed_hosts, check_exposure, refused_host
 from agentgym.llm.clients import parse_tool_calls
-from agentgym.llm.engine import EngineClosed, Generation, LocalEngine
+from agentgym.llm.engine import Engine, EngineClosed, Generation
 
 INT64 = 2**63
 MAX_BODY_BYTES = 8 * 2**20
@@ -113,7 +113,7 @@ class RequestError(Exception):
 
 
 def create_app(
-    engine: LocalEngine,
+    engine: Engine,
     model_name: str,
     default_max_tokens: int = 256,
     request_timeout_s: float | None = 600.0,
@@ -307,7 +307,7 @@ def longest_token(tokenizer: Any) -> int:
     return max((len(t) for t in tokenizer.get_vocab()), default=1)
 
 
-def _render(engine: LocalEngine, body: ChatCompletionRequest) -> list[int]:
+def _render(engine: Engine, body: ChatCompletionRequest) -> list[int]:
     """Prompt ids through the chat template; a template that rejects the chat is a 400."""
     messages = [m.for_template() for m in body.messages]
     try:
@@ -363,7 +363,7 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
 
 
 def _completion(
-    gens: list[Generation], body: ChatCompletionRequest, model: str, engine: LocalEngine
+    gens: list[Generation], body: ChatCompletionRequest, model: str, engine: Engine
 ) -> dict[str, Any]:
     choices = []
     for i, g in enumerate(gens):
@@ -463,20 +463,22 @@ def serve(
     engine_name: str = "local",
     dtype: str | None = None,
     api_key: str | None = None,
+    kv_cache_gb: float | None = None,
 ) -> None:
     """Load ``path`` on engine ``engine_name`` (``local`` or ``vllm``; in ``dtype``, else the
-    engine's default precision) and serve it until SIGINT or SIGTERM, to clients sending
-    ``api_key`` when one is given (required for a ``host`` other machines can reach).
+    engine's default precision; keys and values within ``kv_cache_gb`` GiB, else the engine's
+    default budget) and serve it until SIGINT or SIGTERM, to clients sending ``api_key`` when one
+    is given (required for a ``host`` other machines can reach).
 
     On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
     waits for them: a long generation held the process for minutes) and the server exits.
     """
     import uvicorn
 
-    from agentgym.llm.engines import load_engine
+    from agentgym.llm.engine import load_engine
 
     check_exposure(host, api_key)
-    engine = load_engine(engine_name, path, max_batch_size, dtype)
+    engine = load_engine(engine_name, path, max_batch_size, dtype, kv_cache_gb=kv_cache_gb)
     app = create_app(
         engine,
         name or Path(path).name,

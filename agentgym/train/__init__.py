@@ -3,8 +3,8 @@
 ==================  ============================================================================
 Rollouts            token-exact (:mod:`~agentgym.train.rollout`): ids and logprobs recorded at
                     generation, loss mask 1 on sampled tokens only, turn spans; all episodes
-                    of a batch generate together through ``LocalEngine.from_model`` (the
-                    policy being trained); envs step in-process or on Ray actors
+                    of a batch generate together through ``load_engine`` over the policy
+                    being trained; envs step in-process or on Ray actors
 Batches             :func:`~agentgym.train.batch.build_batch`: a row per episode or per step;
                     token-, sequence- or episode-mean aggregation as per-token weights
 Algorithms          ``sft.py``, ``grpo.py`` (GRPO, Dr.GRPO, DAPO clip-higher, KL), ``ppo.py``

@@ -10,36 +10,16 @@ for anything else that draws.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from agentgym.llm.engine.base import save_weights
 from agentgym.train import state_file
 
 STATE_FILE = state_file.STATE
 """Written last: a folder that has it holds a finished checkpoint."""
-EMBEDDINGS = ("embed_tokens", "lm_head", "wte", "word_embeddings")
-
-
-def save_weights(model: Any, directory: Path) -> None:
-    """``save_pretrained``; for peft adapters, say whether the embeddings go with them, since
-    peft's ``"auto"`` asks the Hub for the base model's config (offline here: a warning per
-    save, and a wait where the network hangs instead of failing)."""
-    peft = sys.modules.get("peft")  # a peft model means peft is imported
-    config = (
-        model.peft_config.get("default") if peft and isinstance(model, peft.PeftModel) else None
-    )
-    if config is None:
-        model.save_pretrained(directory)
-        return
-    targets = getattr(config, "target_modules", None) or ()
-    if isinstance(targets, str):  # a regex over module names
-        embeddings = any(name in targets for name in EMBEDDINGS)
-    else:
-        embeddings = any(name in EMBEDDINGS for name in targets)
-    model.save_pretrained(directory, save_embedding_layers=embeddings)
 
 
 def save(

@@ -132,7 +132,8 @@ class RolloutConfig(_Strict):
     extra: the engine is synced to the policy after every update, LoRA adapters or all weights,
     and the loss uses logprobs the trainer recomputes; the gap is logged every step)."""
     kv_cache_gb: float = Field(default=2.0, gt=0, le=1e6)
-    """``engine: vllm`` only: vLLM's KV cache in GiB (on a CPU and a GPU alike)."""
+    """The engine's keys and values in GiB: vLLM's KV cache (on a CPU and a GPU alike); the local
+    engine's running sequences and prefix cache together (sequences that do not fit wait)."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None

@@ -1,7 +1,7 @@
 """Batched, token-exact multi-turn rollouts with the policy being trained.
 
 All episodes of a rollout batch are in flight together: each turn, the running token ids of every
-active episode go to the engine as one batch (``LocalEngine.generate_batch``), the sampled ids
+active episode go to the engine as one batch (``Engine.generate_batch``), the sampled ids
 and their logprobs are appended as generated, actions are parsed from the sampled text
 (:func:`agentgym.chat_agent.parse_action`), the env pool steps them all, and each observation is
 appended as the chat template's observation turn. Env failures end that episode with

@@ -3,7 +3,7 @@
 Algorithm logic lives in its own module (sft.py, grpo.py, reinforce_pp.py, gigpo.py, ppo.py),
 found by ``algo.name`` in the registry of :mod:`agentgym.train.algorithm`; this file is the
 loop: model and optimizer setup, rollouts with the policy being trained (batched generation
-through ``LocalEngine.from_model``), error accounting, gradient accumulation and mixed precision.
+through ``load_engine`` over the policy), error accounting, gradient accumulation and mixed precision.
 What is not the loop has its own module: held-out evaluation (:mod:`~agentgym.train.heldout`),
 the metrics log (:mod:`~agentgym.train.runlog`) and checkpoints (:mod:`~agentgym.train.checkpoint`).
 """
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentgym.llm.engines import warn_if_emulated_bf16
+from agentgym.llm.engine.precision import warn_if_emulated_bf16
 from agentgym.llm.sampling import SamplingSpec
 from agentgym.registry import spec as spec_of
 from agentgym.task import Task, TaskSuite
@@ -27,7 +27,7 @@ from agentgym.train.advantages import advantage_collapse_rate
 from agentgym.train.algorithm import Algorithm, get_algorithm
 from agentgym.train.batch import Batch, build_batch
 from agentgym.train.chat import ChatFormat
-from agentgym.train.config import TrainConfig
+from agentgym.train.config import PRECISION_DTYPES, TrainConfig
 from agentgym.train.credit import CreditContext, episode_arrays
 from agentgym.train.envpool import EnvPool, make_pool
 from agentgym.train.episode import TokenEpisode
@@ -80,8 +80,9 @@ class Trainer:
             self.step = checkpoint.load_state(self.resume_from, self.optimizer, self.extra)
         self._pool: EnvPool | None = None
         self._engine: Any = None
-        self._vllm: Any = None
-        """The vLLM rollouts (``rollout.engine: vllm``), made with the engine."""
+        self._weights_changed = True
+        """The policy's weights changed since the engine last took them (an engine with its own
+        copy, vLLM, loaded the starting checkpoint: a resumed adapter is not in it yet)."""
         self.runlog = RunLog(cfg, console)
         """Every step's metrics: kept, stored in the store's rows and printed."""
         self.history = self.runlog.history
@@ -106,24 +107,22 @@ class Trainer:
 
     @property
     def engine(self) -> Any:
-        if self._engine is None and self.cfg.rollout.engine == "vllm":
-            from agentgym.llm.engines import require_engine
-            from agentgym.train.engine_sync import VLLMRollouts
-
-            require_engine("vllm")
-            self._vllm = VLLMRollouts(self.cfg, self.model, self.tokenizer)
-            self._engine = self._vllm.engine
+        """The rollouts' engine (``rollout.engine``), over the policy (made on first use)."""
         if self._engine is None:
-            from agentgym.llm.engine import LocalEngine
+            from agentgym.llm.engine import load_engine
 
-            self._engine = LocalEngine.from_model(
+            r, model = self.cfg.rollout, self.cfg.model
+            self._engine = load_engine(
+                r.engine,
                 self.model,
-                self.tokenizer,
-                max_batch_size=self.cfg.rollout.max_batch_size,
-                device=self.cfg.model.device,
-                prefix_cache_mb=(
-                    0 if self.policy.per_turn_adapters else self.cfg.rollout.prefix_cache_mb
-                ),
+                r.max_batch_size,
+                PRECISION_DTYPES[model.precision],
+                tokenizer=self.tokenizer,
+                device=model.device,
+                prefix_cache_mb=0 if self.policy.per_turn_adapters else r.prefix_cache_mb,
+                kv_cache_gb=r.kv_cache_gb,
+                max_context_tokens=r.max_context_tokens,
+                seed=self.cfg.seed,
             )
         return self._engine
 
@@ -210,8 +209,9 @@ class Trainer:
         sampling = Sampling.from_spec(spec, r.max_turns, r.max_context_tokens, r.history, r.notes)
         picker = self.policy.adapter_picker(self.step, explore, seed)
         engine = self.engine
-        if self._vllm is not None:
-            self._vllm.sync()  # the weights of the last update
+        if self._weights_changed:  # the weights of the last update
+            engine.sync_weights(self.model)
+            self._weights_changed = False
         engine.clear_prefix_cache()  # keys and values of older weights
         self.model.eval()
         try:
@@ -221,9 +221,10 @@ class Trainer:
             self.model.train()
 
     def rescore(self, episodes: list[TokenEpisode]) -> dict[str, float]:
-        """vLLM rollouts: the loss's sampling logprobs recomputed by the policy, and the gap
-        between the engine's and the policy's (``logprob_gap_mean``, ``logprob_gap_max``)."""
-        if self._vllm is None:
+        """Rollouts from an engine with its own weights (vLLM): the loss's sampling logprobs
+        recomputed by the policy, and the gap between the engine's and the policy's
+        (``logprob_gap_mean``, ``logprob_gap_max``)."""
+        if self.engine.shares_weights:
             return {}
         from agentgym.train.engine_sync import recompute_logprobs
 
@@ -287,8 +288,7 @@ class Trainer:
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
             totals = self._epoch(batch)
-        if self._vllm is not None:
-            self._vllm.mark_stale()
+        self._weights_changed = True
         totals["loss_tokens"] = loss_tokens
         totals["trained_rows"] = float(batch.rows)
         return {**bound, **totals}
@@ -391,9 +391,9 @@ class Trainer:
         self.runlog.write(self.step, metrics)
 
     def close(self) -> None:
-        if self._vllm is not None:
-            self._vllm.close()
-            self._vllm = self._engine = None
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
         if self._pool is not None:
             self._pool.close()
         self.runlog.close()

@@ -2,16 +2,18 @@
 
 ``submit``, ``generate``, ``generate_batch`` and ``render`` turn a caller's arguments into
 :class:`~agentgym.llm.engine.request.Request` objects the same way for every engine (the
-continuous-batching :class:`LocalEngine`, the ``generate`` fallback and vLLM), so seeds, stops and
-``keep_eos`` mean the same whichever runs. A subclass implements only what differs: how queued
-requests reach its worker (:meth:`Engine._enqueue`) and, where it runs a batch in the caller's
-thread, :meth:`Engine._run_batch`.
+continuous-batching ``LocalEngine``, the ``generate`` fallback and vLLM), so seeds, stops and
+``keep_eos`` mean the same whichever runs. New weights reach every engine one way,
+:meth:`Engine.sync_weights`. A subclass implements only what differs: how queued requests reach
+its worker (:meth:`Engine._enqueue`) and, where it runs a batch in the caller's thread,
+:meth:`Engine._run_batch`.
 """
 
 from __future__ import annotations
 
 import json
 import queue
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -37,6 +39,10 @@ class Engine(ABC):
     tokenizer: Any
     model: Any
     prefix_cache: Any = None
+    shares_weights: bool = False
+    """True for an engine over a caller's module itself (``from_model``): new weights apply at
+    once and the logprobs it reports are that module's own. False for one holding its own copy
+    (vLLM, a checkpoint it loaded): a trainer recomputes the sampled tokens' logprobs."""
     _thread: threading.Thread | None = None
     _queue: queue.Queue[Any]
 
@@ -108,6 +114,18 @@ class Engine(ABC):
         if self.prefix_cache is not None:
             self.prefix_cache.clear()
 
+    def sync_weights(self, model: Any) -> None:
+        """Generate with ``model``'s current weights from the next request on (a trainer calls
+        it after an update), and forget the prefixes computed with the old ones.
+
+        Here (an engine over a transformers module): nothing to copy where the module is
+        ``model`` itself, else ``model``'s state copied into it between two steps.
+        """
+        if model is not self.model:
+            with self._lock:  # held by every forward
+                self.model.load_state_dict(model.state_dict())
+        self.clear_prefix_cache()
+
     def cancel_all(self, reason: str = "the server is shutting down") -> None:
         """Fail every queued and running request with :class:`EngineClosed` (graceful shutdown).
 
@@ -135,7 +153,10 @@ class Engine(ABC):
         self.tokenizer = tokenizer
         self.model = model
         self.device = device
+        self.shares_weights = path is None
         self.max_batch_size = max_batch_size
+        self._lock = threading.Lock()
+        """Held while a batch runs, and while weights change."""
         self.stats = EngineStats()
         self.batch_sizes: list[int] = []
         """Rows in every forward (or ``generate`` call) so far, for benchmarks and tests."""
@@ -173,7 +194,7 @@ def load_checkpoint(path: Any, device: str, dtype: str = "float32") -> tuple[str
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from agentgym.llm.engines import check_dtype, warn_if_emulated_bf16
+    from agentgym.llm.engine.precision import check_dtype, warn_if_emulated_bf16
     from agentgym.llm.models import resolve_model_path, tokenizer_folder
 
     torch_dtype = getattr(torch, check_dtype(dtype))
@@ -192,6 +213,28 @@ def load_checkpoint(path: Any, device: str, dtype: str = "float32") -> tuple[str
     if base is not None:  # LoRA adapters, injected (not merged: the trainer's numbers)
         model.load_adapter(path)
     return path, tokenizer, model.to(device=device, dtype=torch_dtype).eval()
+
+
+EMBEDDINGS = ("embed_tokens", "lm_head", "wte", "word_embeddings")
+
+
+def save_weights(model: Any, directory: Path) -> None:
+    """``save_pretrained``; for peft adapters, say whether the embeddings go with them, since
+    peft's ``"auto"`` asks the Hub for the base model's config (offline here: a warning per
+    save, and a wait where the network hangs instead of failing)."""
+    peft = sys.modules.get("peft")  # a peft model means peft is imported
+    config = (
+        model.peft_config.get("default") if peft and isinstance(model, peft.PeftModel) else None
+    )
+    if config is None:
+        model.save_pretrained(directory)
+        return
+    targets = getattr(config, "target_modules", None) or ()
+    if isinstance(targets, str):  # a regex over module names
+        embeddings = any(name in targets for name in EMBEDDINGS)
+    else:
+        embeddings = any(name in EMBEDDINGS for name in targets)
+    model.save_pretrained(directory, save_embedding_layers=embeddings)
 
 
 def adapter_base(path: str | Path) -> str | None:

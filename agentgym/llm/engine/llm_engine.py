@@ -8,8 +8,9 @@ request joins the running batch at the next step and leaves it the step it stops
 ``generate_batch`` drives the same loop from the calling thread when no engine thread runs (a
 trainer's rollouts).
 
-Architectures the runner does not cover get :class:`GenerateEngine` (``transformers.generate``
-behind a dynamic batcher) from the same constructor.
+Architectures the runner does not cover run on
+:class:`~agentgym.llm.engine.fallback.FallbackEngine` instead (``transformers.generate`` behind a
+dynamic batcher); :func:`~agentgym.llm.engine.loader.load_engine` chooses.
 """
 
 from __future__ import annotations
@@ -19,41 +20,38 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentgym.llm.engine.base import Engine, adapter_base, load_checkpoint
-from agentgym.llm.engine.generate import GenerateEngine
+from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.kv_cache import PrefixBlocks
-from agentgym.llm.engine.model_runner import LlamaRunner, unsupported, unsupported_config
+from agentgym.llm.engine.memory import IDLE_PREFIX_SHARE, budget_bytes, trim_heap
+from agentgym.llm.engine.model_runner import LlamaRunner, unsupported
 from agentgym.llm.engine.request import Generation, Request, finish
 from agentgym.llm.engine.sampler import generator, sample
 from agentgym.llm.engine.scheduler import Scheduler, Sequence
 
-MODES = ("auto", "continuous", "generate")
-
 
 class LocalEngine(Engine):
-    """Thread-safe continuous batching for one local causal LM (or the ``generate`` fallback)."""
-
-    def __new__(cls, path: str | Path, *args: Any, mode: str = "auto", **kwargs: Any) -> Any:
-        """``mode="generate"``, or an architecture the runner does not cover: a GenerateEngine."""
-        _check_mode(mode)
-        if mode == "generate" or (mode == "auto" and _config_unsupported(path)):
-            return GenerateEngine(path, *args, **kwargs)
-        return super().__new__(cls)
+    """Thread-safe continuous batching for one local Llama-shaped causal LM."""
 
     def __init__(
         self,
         path: str | Path,
         max_batch_size: int = 32,
-        max_wait_s: float = 0.005,
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
-        mode: str = "auto",
         dtype: str = "float32",
+        kv_cache_gb: float | None = None,
     ) -> None:
+        """``kv_cache_gb``: the memory budget of keys and values in GiB, the running sequences'
+        slots and the prefix blocks together (None: :func:`~agentgym.llm.engine.memory.
+        default_budget`, proportionate to the model and the machine); ``prefix_cache_mb`` caps
+        the prefix blocks within it (0: no prefix cache)."""
         path, tokenizer, model = load_checkpoint(path, device, dtype)
         if why := unsupported(model):
-            raise ValueError(f"continuous batching cannot run {path}: {why}; use mode='generate'")
-        self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb)
+            raise ValueError(
+                f"continuous batching cannot run {path}: {why}; load it with "
+                "load_engine('local', ...), which runs it on FallbackEngine"
+            )
+        self._setup(model, tokenizer, path, max_batch_size, device, prefix_cache_mb, kv_cache_gb)
 
     @classmethod
     def from_model(
@@ -64,25 +62,20 @@ class LocalEngine(Engine):
         device: str = "cpu",
         thread: bool = False,
         prefix_cache_mb: int = 0,
-        mode: str = "auto",
-    ) -> Any:
+        kv_cache_gb: float | None = None,
+    ) -> LocalEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
         The model is used as is (not copied, not put in eval mode), so weight updates apply at
-        once; cached prefixes do not follow them: call :meth:`clear_prefix_cache` after every
-        update. ``thread=False`` starts no engine thread until the first :meth:`submit`:
-        :meth:`generate_batch` runs in the calling thread. A model the runner does not cover (or
-        ``mode="generate"``) gets a :class:`GenerateEngine`.
+        once; cached prefixes do not follow them: call :meth:`sync_weights` after every update.
+        ``thread=False`` starts no engine thread until the first :meth:`submit`:
+        :meth:`generate_batch` runs in the calling thread. A model the runner does not cover is
+        refused (``load_engine`` runs it on the fallback).
         """
-        _check_mode(mode)
-        if mode == "generate" or (mode == "auto" and unsupported(model)):
-            return GenerateEngine.from_model(
-                model, tokenizer, max_batch_size, device, thread, prefix_cache_mb
-            )
         if why := unsupported(model):
             raise ValueError(f"continuous batching cannot run this model: {why}")
-        engine = cls.__new__(cls, "", mode="continuous")
-        engine._setup(model, tokenizer, None, max_batch_size, device, prefix_cache_mb)
+        engine = cls.__new__(cls)
+        engine._setup(model, tokenizer, None, max_batch_size, device, prefix_cache_mb, kv_cache_gb)
         if thread:
             engine._start()
         return engine
@@ -95,16 +88,25 @@ class LocalEngine(Engine):
         max_batch_size: int,
         device: str,
         prefix_cache_mb: int,
+        kv_cache_gb: float | None,
     ) -> None:
         self._attach(model, tokenizer, path, device, max_batch_size)
         self.runner = LlamaRunner(model, device)
         self.cache = self.runner.new_cache()
-        self.prefix_cache = PrefixBlocks(prefix_cache_mb << 20) if prefix_cache_mb > 0 else None
-        self.scheduler = Scheduler(self.cache, self.prefix_cache, max_batch_size, 512)
+        context = self.context_tokens
+        self.memory_bytes = budget_bytes(kv_cache_gb, model, self.cache.nbytes_per_token(), context)
+        """The budget of the slots and prefix blocks together (:mod:`~agentgym.llm.engine.memory`)."""
+        self.cache.max_bytes = self.memory_bytes
+        prefix_bytes = min(prefix_cache_mb << 20, self.memory_bytes)
+        self.prefix_cache = PrefixBlocks(prefix_bytes) if prefix_cache_mb > 0 else None
+        self.scheduler = Scheduler(
+            self.cache, self.prefix_cache, max_batch_size, 512, self.memory_bytes, context
+        )
+        self.release_after_s = 1.0
+        """Idle seconds after which the engine thread gives memory back (:meth:`release`)."""
         self._ends = {tokenizer.eos_token_id, tokenizer.pad_token_id} - {None}
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._sequences: dict[int, Sequence] = {}
-        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closing = False
 
@@ -135,13 +137,23 @@ class LocalEngine(Engine):
         self._thread.start()
 
     def _loop(self) -> None:
-        closing = False
+        closing, released = False, True
         while True:
             busy = self.scheduler.busy()
             if not busy and closing:
                 return
             try:
-                item = self._queue.get(block=not busy)
+                if busy:
+                    item = self._queue.get_nowait()
+                elif released:
+                    item = self._queue.get()
+                else:  # idle: wait a little, then give memory back before waiting on
+                    try:
+                        item = self._queue.get(timeout=self.release_after_s)
+                    except queue.Empty:
+                        self.release()
+                        released = True
+                        continue
                 while True:
                     if item is None:
                         closing = True
@@ -151,8 +163,20 @@ class LocalEngine(Engine):
             except queue.Empty:
                 pass
             if self.scheduler.busy():
+                released = False
                 with self._lock:
                     self._step()
+
+    def release(self) -> None:
+        """Give memory back once no sequence runs: the slot tensor shrinks to its smallest, and
+        the prefix blocks to a quarter of the budget (the most recent prefixes stay cached)."""
+        with self._lock:
+            if self.scheduler.busy():
+                return
+            self.cache.reset()
+            if self.prefix_cache is not None:
+                self.prefix_cache.evict(self.memory_bytes // IDLE_PREFIX_SHARE)
+            trim_heap()
 
     def _add(self, request: Request) -> None:
         if request.future.done():  # cancelled while queued
@@ -240,21 +264,3 @@ class LocalEngine(Engine):
         s.row_steps += decode
         s.prefill_tokens += sum(len(c.ids) for _, c in plan if len(c.ids) > 1)
         self.batch_sizes.append(len(plan))
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"unknown engine mode {mode!r}; allowed: {', '.join(MODES)}")
-
-
-def _config_unsupported(path: str | Path) -> str | None:
-    from transformers import AutoConfig
-
-    from agentgym.llm.models import resolve_model_path
-
-    folder = resolve_model_path(str(path))
-    try:  # a LoRA adapter folder runs on its base's architecture
-        config = AutoConfig.from_pretrained(adapter_base(folder) or folder)
-    except (OSError, ValueError):
-        return "no readable config"  # GenerateEngine reports the real error
-    return unsupported_config(config)

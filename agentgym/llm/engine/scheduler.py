@@ -7,6 +7,13 @@ blocks its prompt begins with. One whose prompt shares a block or more with a pr
 prefilling waits for it, so sixteen episodes that arrive together with one system prompt compute
 it once. A sequence leaves the batch the step it stops: its end-of-sequence token, a stop string,
 its token limit, or its caller giving up.
+
+Memory: the slots and the prefix blocks share one budget (``memory_bytes``). A sequence is admitted
+only if every running sequence and it can reach their token limits (prompt plus
+``max_new_tokens``, at most the context) within it: one that does not fit waits for a running
+one to leave, and the slots never grow past the budget mid-generation. The prefix blocks take what
+the slots leave, least recently used out first. A sequence that alone needs more than the whole
+budget runs alone (the default budget holds one sequence of the full context).
 """
 
 from __future__ import annotations
@@ -61,11 +68,17 @@ class Scheduler:
         prefix: PrefixBlocks | None,
         max_seqs: int,
         max_step_tokens: int,
+        memory_bytes: int | None = None,
+        max_length: int | None = None,
     ) -> None:
         self.cache = cache
         self.prefix = prefix
         self.max_seqs = max_seqs
         self.max_step_tokens = max_step_tokens
+        self.memory_bytes = memory_bytes
+        """The slots' and prefix blocks' budget together (None: no bound)."""
+        self.max_length = max_length
+        """The most positions a sequence can take (the model's context; None: no cap)."""
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
 
@@ -92,6 +105,8 @@ class Scheduler:
             seq = self.waiting[0]
             if self._shares_with_prefill(seq):
                 break  # it will find that prefix cached in a step or two
+            if not self._room_for(seq):
+                break  # it waits for a running sequence to leave
             self.waiting.popleft()
             self._admit(seq)
             n = min(seq.pending, budget)
@@ -125,6 +140,31 @@ class Scheduler:
     def _chunk(self, seq: Sequence, n: int) -> Chunk:
         return Chunk(seq.slot, seq.computed, seq.ids[seq.computed : seq.computed + n])
 
+    def _need(self, seq: Sequence) -> int:
+        """Positions ``seq`` may take by its end: prompt and token limit, within the context."""
+        need = len(seq.request.prompt_ids) + seq.request.max_new_tokens
+        return need if self.max_length is None else min(need, self.max_length)
+
+    def _room_for(self, seq: Sequence) -> bool:
+        """Whether the slots can take ``seq`` beside the running ones (room made in the prefix
+        blocks if so); a sequence alone is always admitted."""
+        length = max([self._need(s) for s in self.running] + [self._need(seq)])
+        slots = len(self.running) + 1
+        if self.running and not self.cache.fits(slots, length):
+            return False
+        if self.memory_bytes is not None and self.prefix is not None:
+            shape = self.cache.plan(slots, length)
+            planned = self.cache.bytes_for(*shape)
+            if shape != (self.cache.kv.shape[2], self.cache.length):
+                planned += self.cache.nbytes  # the old tensor lives while it is copied
+            self.prefix.evict(self.memory_bytes - planned)
+        self.cache.ensure(slots, length)
+        return True
+
+    def prefix_room(self) -> int | None:
+        """Bytes the prefix blocks may take now: the budget less the slots (None: no bound)."""
+        return None if self.memory_bytes is None else self.memory_bytes - self.cache.nbytes
+
     def _admit(self, seq: Sequence) -> None:
         self.cache.acquire(seq)
         self.running.append(seq)
@@ -143,7 +183,11 @@ class Scheduler:
         if self.prefix is not None and seq.slot >= 0:
             slot, exact = seq.slot, len(seq.serials) == len(seq.blocks)
             fresh = self.prefix.store(
-                seq.ids, seq.computed, seq.blocks, lambda a, b: self.cache.read(slot, a, b)
+                seq.ids,
+                seq.computed,
+                seq.blocks,
+                lambda a, b: self.cache.read(slot, a, b),
+                self.prefix_room(),
             )
             if exact:
                 seq.serials += fresh

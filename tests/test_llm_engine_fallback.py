@@ -1,4 +1,4 @@
-"""GenerateEngine (the ``generate`` fallback): per-row stops, the prefix cache, the batch window."""
+"""FallbackEngine (the ``generate`` fallback): per-row stops, the prefix cache, the batch window."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 import pytest
 import torch
 
-from agentgym.llm.engine import GenerateEngine as LocalEngine
-from agentgym.llm.prefix import PrefixCache
+from agentgym.llm.engine import FallbackEngine
+from agentgym.llm.engine.fallback_cache import PrefixCache
 
 CHAT = [
     {"role": "system", "content": "You are looking for one of the candidate movies."},
@@ -19,7 +19,7 @@ CHAT = [
 @pytest.fixture(scope="module")
 def engine(tiny_model):
     """A queue-fed engine without a prefix cache: batches sample exactly alike, run after run."""
-    return LocalEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=0)
+    return FallbackEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=0)
 
 
 def _batch(engine, prompts, each):
@@ -78,8 +78,8 @@ def test_generate_batch_stops(engine):
 
 
 def test_prefix_cache_reuses_the_previous_turn_and_changes_nothing(tiny_model):
-    cached = LocalEngine(tiny_model, prefix_cache_mb=64)
-    plain = LocalEngine(tiny_model, prefix_cache_mb=0)
+    cached = FallbackEngine(tiny_model, prefix_cache_mb=64)
+    plain = FallbackEngine(tiny_model, prefix_cache_mb=0)
     chat = [dict(m) for m in CHAT]
     chat[1]["content"] *= 4  # long enough to be prefilled on its own
     for _turn in range(3):
@@ -100,9 +100,9 @@ def test_prefix_cache_reuses_the_previous_turn_and_changes_nothing(tiny_model):
 
 def test_rows_still_going_continue_from_the_cache_in_a_smaller_batch(tiny_model):
     """Rounds of 4, 8, 16 steps: a row that stopped leaves; the others go on, unchanged."""
-    cached = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=64)
+    cached = FallbackEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=64)
     cached.chunk_tokens = 4
-    plain = LocalEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=0)
+    plain = FallbackEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=0)
     prompts = _prompts(plain)
     each = [{"max_new_tokens": 20, "stop": ["\n" * 5]}, {"max_new_tokens": 20}]
     each += [{"max_new_tokens": 11}]
@@ -148,7 +148,7 @@ def test_prefix_cache_matching_and_budget():
 def test_batcher_waits_for_the_callers_of_the_previous_batch(tiny_model):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    engine = LocalEngine.from_model(
+    engine = FallbackEngine.from_model(
         AutoModelForCausalLM.from_pretrained(tiny_model), AutoTokenizer.from_pretrained(tiny_model)
     )
     engine.max_wait_s = 0.01

