@@ -575,6 +575,22 @@ def serve(
         str | None,
         typer.Option(help="Precision: float32 or bfloat16 (default: the engine's own)"),
     ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Record every call's token ids and logprobs per session (the request's "
+            "'user' field or X-Session-Id header) in this SQLite file, for training"
+        ),
+    ] = None,
+    session_max_calls: Annotated[
+        int, typer.Option(min=1, help="With --record: calls one session may make (then 429)")
+    ] = 1000,
+    policy_version: Annotated[
+        str | None,
+        typer.Option(
+            help="With --record: the weights' version filed with each call (default: the model name)"
+        ),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
     from agentgym.llm.engines import check_dtype, require_engine
@@ -607,6 +623,9 @@ def serve(
         request_timeout_s=request_timeout,
         engine_name=engine,
         dtype=dtype,
+        record=record,
+        session_max_calls=session_max_calls,
+        policy_version=policy_version,
     )
 
 
