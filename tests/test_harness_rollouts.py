@@ -187,3 +187,72 @@ def test_chat_loop_in_process_and_external_harness_give_identical_rows(chatml, t
     assert [[s.action for s in e.episode.steps] for e in inside] == [
         [s.action for s in e.episode.steps] for e in outside
     ]
+
+
+class _Checked(Trainer):
+    """The trainer, checking every rollout batch against the gateway's recording before its
+    update (the weights then are those that sampled it)."""
+
+    checks: list[dict[str, float]]
+
+    def rl_update(self, episodes, stats):
+        ok = [ep for ep in episodes if ep.ok and ep.turns]
+        recorder = self.harness.recorder
+        sessions = recorder.sessions()[-len(episodes) :]
+        trained = _trained_per_episode(ok)
+        calls = [recorder.calls(s) for s, ep in zip(sessions, episodes, strict=True) if ep.ok]
+        first = calls[0][0]
+        again = self.engine.generate(
+            first.prompt_ids,
+            max_new_tokens=first.request["max_tokens"],
+            temperature=first.request["temperature"],
+            stop=first.request["stop"],
+            seed=first.request["seed"],
+            keep_eos=True,
+        )
+        self.checks.append(
+            {
+                "episodes": len(ok),
+                "engine_ids_recorded": again.token_ids == first.completion_ids,
+                "mask_is_sampled": all(
+                    t == [i for c in made for i in c.completion_ids]
+                    for t, made in zip(trained, calls, strict=True)
+                ),
+                "gap": _largest_gap(self.model, ok, self.tokenizer.pad_token_id),
+                "versions": sorted({c.policy_version for made in calls for c in made}),
+            }
+        )
+        self.model.train()
+        return super().rl_update(episodes, stats)
+
+
+def test_an_external_harness_trains_two_grpo_steps_through_the_gateway(tiny_model, tmp_path):
+    cfg = TrainConfig.model_validate(
+        {
+            "model": {"path": str(tiny_model)},
+            "env": {"id": ENV, "suite": "clarify/train", "tags": ["easy"], "limit": 2},
+            "rollout": {
+                "tasks_per_step": 1,
+                "group_size": 2,
+                "max_turns": 2,
+                "max_new_tokens": 4,
+                "harness": HARNESS,
+                "harness_parallel": 2,
+            },
+            "algo": {"name": "grpo", "skip_zero_advantage": False},
+            "steps": 2,
+            "out_dir": str(tmp_path / "run"),
+            "threads": 1,
+        }
+    )
+    trainer = _Checked(cfg)
+    trainer.checks = []
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    assert [c["versions"] for c in trainer.checks] == [["step-0"], ["step-1"]]
+    for check in trainer.checks:
+        assert check["episodes"] == 2 and check["engine_ids_recorded"] and check["mask_is_sampled"]
+        assert check["gap"] < 1e-5
+    assert len(trainer.history) == 2 and all(row["loss_tokens"] > 0 for row in trainer.history)

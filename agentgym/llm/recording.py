@@ -58,6 +58,7 @@ _CALLS = {
     "text": str,
     "messages": str,
     "tools": str,
+    "request": str,
 }
 
 
@@ -87,6 +88,8 @@ class Call:
     finish_reason: str
     text: str
     messages: list[dict[str, Any]]
+    request: dict[str, Any]
+    """How it was asked to sample: temperature, top_p, max_tokens, seed, stop."""
 
 
 @dataclass
@@ -250,8 +253,10 @@ class Recorder:
         tools: list[dict[str, Any]] | None,
         generations: Sequence[Any],
         tokenizer: Any,
+        request: dict[str, Any] | None = None,
     ) -> list[int]:
-        """Store every choice of an answered call in one transaction; return their call ids."""
+        """Store every choice of an answered call in one transaction; return their call ids.
+        ``request``: how it was asked to sample (filed with the call)."""
         version = self._version() if callable(self._version) else self._version
         now, ids = time.time(), []
         with self._lock:
@@ -262,7 +267,8 @@ class Recorder:
                     cursor = self.db.execute(
                         "insert into calls (session, seq, choice, created_at, policy_version, "
                         "parent, prompt_ids, completion_ids, logprobs, finish_reason, text, "
-                        "messages, tools) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "messages, tools, request) "
+                        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             plan.session,
                             plan.seq,
@@ -277,6 +283,7 @@ class Recorder:
                             json.dumps(g.text),
                             json.dumps(messages),
                             json.dumps(tools),
+                            json.dumps(request or {}),
                         ),
                     )
                     ids.append(int(cursor.lastrowid or 0))
@@ -350,9 +357,22 @@ def read_calls(path: str | Path, session: str) -> list[Call]:
 
 
 def _call(row: Sequence[Any]) -> Call:
-    (id_, session, seq, choice, _, version, parent, prompt, completion, lps, reason, text, msgs) = (
-        row
-    )
+    (
+        id_,
+        session,
+        seq,
+        choice,
+        _,
+        version,
+        parent,
+        prompt,
+        completion,
+        lps,
+        reason,
+        text,
+        msgs,
+        asked,
+    ) = row
     return Call(
         int(id_),
         session,
@@ -366,6 +386,7 @@ def _call(row: Sequence[Any]) -> Call:
         reason,
         json.loads(text),
         json.loads(msgs),
+        json.loads(asked or "{}"),
     )
 
 

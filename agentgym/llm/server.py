@@ -316,7 +316,10 @@ async def _recorded(
     except BaseException:
         recorder.release(plan)
         raise
-    await asyncio.to_thread(recorder.record, plan, messages, body.tools, gens, engine.tokenizer)
+    asked = body.model_dump(include={"temperature", "top_p", "max_tokens", "seed", "stop", "n"})
+    await asyncio.to_thread(
+        recorder.record, plan, messages, body.tools, gens, engine.tokenizer, asked
+    )
     return [without_eos(g, engine.tokenizer.eos_token_id) for g in gens]
 
 
