@@ -23,11 +23,12 @@ from agentgym.train.policy import token_logprobs
 from agentgym.train.rollout import Job, Sampling, collect
 from agentgym.train.trainer import Trainer
 
-sys.path.insert(0, str(Path(__file__).parent))
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harnesses"
+sys.path[:0] = [str(Path(__file__).parent), str(EXAMPLES)]
+from chat_loop import play  # noqa: E402
 from chat_templates import TEMPLATES, save_templated, templated  # noqa: E402
-from harnesses.chat_loop import play  # noqa: E402
 
-HARNESS = f"python {Path(__file__).parent / 'harnesses' / 'chat_loop.py'}"
+HARNESS = f"python {EXAMPLES / 'chat_loop.py'}"
 ENV = "agentgym/Clarify-v0"
 SAMPLING = Sampling(max_turns=3, max_new_tokens=6, temperature=1.0)
 """No stop string: the gateway continues a reply cut at one by rendering afresh (a row per

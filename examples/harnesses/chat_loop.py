@@ -2,7 +2,7 @@
 
 System prompt and first observation, then each turn: one request (seeded by the episode's seed
 and the turn), the action parsed from the reply as the trainer parses it, the reply and the next
-observation appended. Run by ``rollout.harness: "python tests/harnesses/chat_loop.py"``, or
+observation appended. Run by ``rollout.harness: "python examples/harnesses/chat_loop.py"``, or
 called in process with an episode spec (:func:`play`).
 """
 
