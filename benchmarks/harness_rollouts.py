@@ -110,20 +110,25 @@ def main() -> None:
         rows.append(
             {
                 "run": label,
-                "before": before["success"],
-                "after": after["success"],
+                "before": before["eval_success"],
+                "after": after["eval_success"],
+                "n": int(after["eval_n"]),
+                "errors": int(before["eval_errors"] + after["eval_errors"]),
                 "step_s": statistics.mean(step_s),
                 "reward_last": trainer.history[-1]["reward"],
                 "wall_s": wall,
             }
         )
     print(json.dumps(rows))
-    print("| rollouts | held-out success before | after | s / step (mean) | last step reward |")
-    print("|---|---|---|---|---|")
+    print(
+        "| rollouts | held-out success before | after | episodes | errors | s / step (mean) "
+        "| last step reward |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['run']} | {r['before']:.3f} | {r['after']:.3f} | {r['step_s']:.1f} | "
-            f"{r['reward_last']:.3f} |"
+            f"| {r['run']} | {r['before']:.3f} | {r['after']:.3f} | {r['n']} | {r['errors']} | "
+            f"{r['step_s']:.1f} | {r['reward_last']:.3f} |"
         )
 
 

@@ -257,3 +257,26 @@ def test_an_external_harness_trains_two_grpo_steps_through_the_gateway(tiny_mode
         assert check["episodes"] == 2 and check["engine_ids_recorded"] and check["mask_is_sampled"]
         assert check["gap"] < 1e-5
     assert len(trainer.history) == 2 and all(row["loss_tokens"] > 0 for row in trainer.history)
+
+
+def test_a_failing_harness_is_an_error_episode_with_its_stderr(chatml, tmp_path):
+    _, _, engine = chatml
+    broken = "python -c \"import sys; sys.stderr.write('agent broke'); sys.exit(3)\""
+    harness = HarnessRollouts(broken, engine, ENV, {}, tmp_path, lambda: "v0")
+    try:
+        episodes, _ = harness.collect(_jobs()[:1], SAMPLING)
+    finally:
+        harness.close()
+    (ep,) = episodes
+    assert not ep.ok and "exited 3" in ep.episode.error and "agent broke" in ep.episode.error
+
+
+def test_harness_rollouts_refuse_what_the_program_cannot_honour(tiny_model, tmp_path):
+    base = {
+        "model": {"path": str(tiny_model)},
+        "env": {"id": ENV},
+        "rollout": {"harness": "python agent.py", "history": 2},
+        "algo": {"layout": "step"},
+    }
+    with pytest.raises(ValueError, match="rollout.harness: the agent program builds its own"):
+        TrainConfig.model_validate(base)
