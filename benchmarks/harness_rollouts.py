@@ -34,12 +34,14 @@ def play() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="where the runs go (required)")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--play", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.play:
         return play()
+    if args.out is None:
+        parser.error("--out DIR is required")
 
     import torch
 
@@ -116,6 +118,7 @@ def main() -> None:
                 "errors": int(before["eval_errors"] + after["eval_errors"]),
                 "step_s": statistics.mean(step_s),
                 "reward_last": trainer.history[-1]["reward"],
+                "errors_train": int(sum(row["errors"] for row in trainer.history)),
                 "wall_s": wall,
             }
         )

@@ -17,6 +17,7 @@ from agentgym.task import TaskSuite
 from agentgym.train.batch import build_batch, row_spans
 from agentgym.train.chat import ChatFormat
 from agentgym.train.config import TrainConfig
+from agentgym.train.engine_sync import recompute_logprobs
 from agentgym.train.envpool import LocalEnvPool
 from agentgym.train.harness import HarnessRollouts
 from agentgym.train.policy import token_logprobs
@@ -89,6 +90,10 @@ def test_trainer_rollouts_train_the_sampled_tokens_in_every_template(variant):
             assert text.endswith("<|im_start|>assistant\n<think>\n")
             assert "<think>" not in text[: -len("<think>\n")]  # earlier replies: no opener
     assert _largest_gap(model, episodes, tok.pad_token_id) < 1e-5
+    # vLLM rollouts' rescoring writes each row's logprobs back where they belong
+    first = recompute_logprobs(model, episodes, tok.pad_token_id, 4, "cpu")
+    again = recompute_logprobs(model, episodes, tok.pad_token_id, 4, "cpu")
+    assert first["logprob_gap_max"] < 1e-5 and again["logprob_gap_max"] < 1e-6
 
 
 def test_harness_rollouts_train_the_sampled_tokens_in_every_template(variant, tmp_path):
