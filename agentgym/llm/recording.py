@@ -244,7 +244,7 @@ class Recorder:
         with self._lock:
             state = self._sessions.get(plan.session)
             if state is not None:
-                state.inflight -= 1
+                state.inflight = max(0, state.inflight - 1)
 
     def record(
         self,
@@ -296,7 +296,7 @@ class Recorder:
                 raise
             finally:
                 if state is not None:
-                    state.inflight -= 1
+                    state.inflight = max(0, state.inflight - 1)
             if state is not None:
                 state.calls += 1
                 for call_id, g in zip(ids, generations, strict=True):
