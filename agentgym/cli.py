@@ -594,6 +594,22 @@ def serve(
             "the free memory)",
         ),
     ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Record every call's token ids and logprobs per session (the request's "
+            "'user' field or X-Session-Id header) in this SQLite file, for training"
+        ),
+    ] = None,
+    session_max_calls: Annotated[
+        int, typer.Option(min=1, help="With --record: calls one session may make (then 429)")
+    ] = 1000,
+    policy_version: Annotated[
+        str | None,
+        typer.Option(
+            help="With --record: the weights' version filed with each call (default: the model name)"
+        ),
+    ] = None,
 ) -> None:
     """Serve a local checkpoint over an OpenAI-compatible API, batching concurrent requests."""
     from agentgym.hosts import check_exposure
@@ -630,6 +646,9 @@ def serve(
         dtype=dtype,
         api_key=api_key,
         kv_cache_gb=kv_cache_gb,
+        record=record,
+        session_max_calls=session_max_calls,
+        policy_version=policy_version,
     )
 
 

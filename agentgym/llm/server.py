@@ -40,6 +40,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentgym.hosts import allowed_hosts, check_exposure, refused_host
 from agentgym.llm.clients import parse_tool_calls
 from agentgym.llm.engine import Engine, EngineClosed, Generation
+from agentgym.llm.recording import (
+    DEFAULT_MAX_CALLS,
+    SESSION_HEADER,
+    Recorder,
+    RecordingError,
+    without_eos,
+)
 
 INT64 = 2**63
 MAX_BODY_BYTES = 8 * 2**20
@@ -97,6 +104,8 @@ class ChatCompletionRequest(BaseModel):
     logprobs: bool = False
     seed: int | None = Field(default=None, ge=-INT64, lt=INT64)
     tools: list[dict[str, Any]] | None = None
+    user: str | None = None
+    """The session a recording server files this request under (:mod:`agentgym.llm.recording`)."""
 
     @field_validator("stop", mode="before")
     @classmethod
@@ -120,13 +129,15 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     api_key: str | None = None,
     hosts: set[str] | None = None,
+    recorder: Recorder | None = None,
 ) -> Any:
     """The FastAPI application serving ``engine`` as ``model_name``.
 
     ``request_timeout_s`` bounds one request from arrival to its last token (None: no bound);
     a body over ``max_body_bytes`` is refused with 413 before it is read whole. With ``api_key``
     a request without ``Authorization: Bearer API_KEY`` is a 401. ``hosts``: the names a
-    request's ``Host`` header may carry (:func:`agentgym.hosts.allowed_hosts`; None: any).
+    request's ``Host`` header may carry (:func:`agentgym.hosts.allowed_hosts`; None: any). A
+    ``recorder`` files every answered request under its session (:mod:`agentgym.llm.recording`).
     """
     from fastapi import FastAPI
     from fastapi.exceptions import RequestValidationError
@@ -156,6 +167,10 @@ def create_app(
     async def _request_error(_: Request, exc: RequestError) -> JSONResponse:
         return _error(exc.status, exc.message, exc.kind)
 
+    @app.exception_handler(RecordingError)
+    async def _recording_error(_: Request, exc: RecordingError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.kind)
+
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         card = {"id": model_name, "object": "model", "created": created, "owned_by": "agentgym"}
@@ -170,7 +185,18 @@ def create_app(
                 "model_not_found",
             )
         _check_prompt_size(body, engine.context_tokens, longest)  # cheap: on the loop
-        prompt = await asyncio.to_thread(_render, engine, body)
+        if recorder is not None:
+            gens = await _recorded(recorder, engine, body, request, _generate)
+        else:
+            gens = await _generate(body, request, await asyncio.to_thread(_render, engine, body))
+        response = _completion(gens, body, model_name, engine)
+        if not body.stream:
+            return response
+        return StreamingResponse(_sse(response), media_type="text/event-stream")
+
+    async def _generate(
+        body: ChatCompletionRequest, request: Request, prompt: list[int], keep_eos: bool = False
+    ) -> list[Generation]:
         max_tokens = _max_tokens(body, len(prompt), engine.context_tokens, default_max_tokens)
         temperature = 0.0 if body.temperature < GREEDY_BELOW else body.temperature
         futures = [
@@ -182,14 +208,11 @@ def create_app(
                 top_p=body.top_p,
                 seed=choice_seed(body.seed, i),
                 timeout_s=request_timeout_s,
+                keep_eos=keep_eos,
             )
             for i in range(body.n)
         ]
-        gens = await _results(futures, request)
-        response = _completion(gens, body, model_name, engine)
-        if not body.stream:
-            return response
-        return StreamingResponse(_sse(response), media_type="text/event-stream")
+        return await _results(futures, request)
 
     return app
 
@@ -314,6 +337,38 @@ def _render(engine: Engine, body: ChatCompletionRequest) -> list[int]:
         return engine.render(messages, body.tools)
     except Exception as e:  # jinja errors, raise_exception() in templates, bad tool schemas
         raise RequestError(400, f"messages: the chat template rejected them: {e}") from e
+
+
+async def _recorded(
+    recorder: Recorder,
+    engine: Engine,
+    body: ChatCompletionRequest,
+    request: Request,
+    generate: Any,
+) -> list[Generation]:
+    """A request under recording: its session's prompt ids (continuing an earlier call's where
+    the text allows), generated with the EOS kept and filed; the client never sees the kept EOS.
+    Nothing is filed for a request that fails or whose client goes away."""
+    session = recorder.session_of(body.user, request.headers.get(SESSION_HEADER))
+    messages = [m.for_template() for m in body.messages]
+    try:
+        plan = await asyncio.to_thread(
+            recorder.plan, session, messages, body.tools, engine.tokenizer
+        )
+    except RecordingError:
+        raise
+    except Exception as e:  # jinja errors, raise_exception() in templates, bad tool schemas
+        raise RequestError(400, f"messages: the chat template rejected them: {e}") from e
+    try:
+        gens = await generate(body, request, plan.prompt_ids, keep_eos=True)
+    except BaseException:
+        recorder.release(plan)
+        raise
+    asked = body.model_dump(include={"temperature", "top_p", "max_tokens", "seed", "stop", "n"})
+    await asyncio.to_thread(
+        recorder.record, plan, messages, body.tools, gens, engine.tokenizer, asked
+    )
+    return [without_eos(g, engine.tokenizer.eos_token_id) for g in gens]
 
 
 def _max_tokens(body: ChatCompletionRequest, prompt: int, context: int, default: int) -> int:
@@ -464,11 +519,17 @@ def serve(
     dtype: str | None = None,
     api_key: str | None = None,
     kv_cache_gb: float | None = None,
+    record: str | Path | None = None,
+    session_max_calls: int | None = None,
+    policy_version: str | None = None,
 ) -> None:
     """Load ``path`` on engine ``engine_name`` (``local`` or ``vllm``; in ``dtype``, else the
     engine's default precision; keys and values within ``kv_cache_gb`` GiB, else the engine's
     default budget) and serve it until SIGINT or SIGTERM, to clients sending ``api_key`` when one
     is given (required for a ``host`` other machines can reach).
+
+    ``record``: the SQLite file every session's calls are filed in (each session at most
+    ``session_max_calls`` calls; ``policy_version`` names the weights, default the model name).
 
     On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
     waits for them: a long generation held the process for minutes) and the server exits.
@@ -479,12 +540,21 @@ def serve(
 
     check_exposure(host, api_key)
     engine = load_engine(engine_name, path, max_batch_size, dtype, kv_cache_gb=kv_cache_gb)
+    model_name = name or Path(path).name
+    recorder = None
+    if record is not None:
+        recorder = Recorder(
+            record,
+            max_calls=session_max_calls or DEFAULT_MAX_CALLS,
+            policy_version=policy_version or model_name,
+        )
     app = create_app(
         engine,
-        name or Path(path).name,
+        model_name,
         request_timeout_s=request_timeout_s,
         api_key=api_key,
         hosts=allowed_hosts(host),
+        recorder=recorder,
     )
     config = uvicorn.Config(
         app, host=host, port=port, log_level="info", timeout_graceful_shutdown=1

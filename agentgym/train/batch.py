@@ -1,5 +1,8 @@
 """One batch type for both layouts: a row per episode, or a row per step; and loss aggregation.
 
+An episode whose history was rewritten between turns (``TokenEpisode.per_call``) gets a row per
+turn in either layout: its turns' prompts do not continue one another.
+
 ``episode_rows`` puts each whole episode in one row (prompt, actions, observations; the loss mask
 picks the actions). ``step_rows`` makes one row per turn: the context up to and including that
 action, with only that action masked in. A causal model gives every action token the same
@@ -113,19 +116,7 @@ def build_batch(
     ``returns[i]`` (PPO) holds value targets at the positions just before each action and NaN
     elsewhere; a row trains the values of the actions it carries loss on.
     """
-    rows: list[tuple[int, int, int, int, int]] = []  # (episode, start, end, mask start, end)
-    for i, ep in enumerate(episodes):
-        if layout == "episode":
-            if any(t.context_start for t in ep.turns):
-                raise ValueError(
-                    "episodes with a bounded context (rollout.history) need layout step"
-                )
-            rows.append((i, 0, len(ep.ids), 0, len(ep.ids)))
-        elif layout == "step":
-            rows += [(i, t.context_start, t.action_end, t.action_start, t.action_end)
-                     for t in ep.turns]  # fmt: skip
-        else:
-            raise ValueError(f"unknown layout {layout!r}; use 'episode' or 'step'")
+    rows = row_spans(episodes, layout)
     width = max((r[2] - r[1] for r in rows), default=1)
     shape = (len(rows), width)
     ids = torch.full(shape, pad_id, dtype=torch.long)
@@ -153,6 +144,29 @@ def build_batch(
     context_w = context / context.sum().clamp(min=1)
     weights = token_weights(mask, index, agg)
     return Batch(ids, attn, mask, old, adv, index, weights, ret, value_w, context_w)
+
+
+def row_spans(
+    episodes: Sequence[TokenEpisode], layout: Layout = "episode"
+) -> list[tuple[int, int, int, int, int]]:
+    """Every row's (episode, start, end, loss start, loss end), as episode positions."""
+    rows: list[tuple[int, int, int, int, int]] = []
+    for i, ep in enumerate(episodes):
+        if layout == "episode" and ep.per_call:  # history rewritten: a row per call
+            rows += [(i, t.context_start, t.action_end, t.action_start, t.action_end)
+                     for t in ep.turns]  # fmt: skip
+        elif layout == "episode":
+            if any(t.context_start for t in ep.turns):
+                raise ValueError(
+                    "episodes with a bounded context (rollout.history) need layout step"
+                )
+            rows.append((i, 0, len(ep.ids), 0, len(ep.ids)))
+        elif layout == "step":
+            rows += [(i, t.context_start, t.action_end, t.action_start, t.action_end)
+                     for t in ep.turns]  # fmt: skip
+        else:
+            raise ValueError(f"unknown layout {layout!r}; use 'episode' or 'step'")
+    return rows
 
 
 def turn_to_tokens(ep: TokenEpisode, per_turn: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -6,6 +6,13 @@ once, and every later observation is wrapped in the template's own between-turn 
 ``<|im_end|>\\n<|im_start|>user\\n{obs}<|im_end|>\\n<|im_start|>assistant\\n``) and tokenised on its
 own. The pieces are found by rendering a conversation with sentinel strings and cutting at them,
 so any Hugging Face chat template works.
+
+Some templates rewrite history: a turn renders differently once later turns follow it (Qwen3
+drops an earlier reply's ``<think>`` block; a reasoning template opens ``<think>`` in the
+generation prompt but not in the replies it re-reads). Then the earlier prompt and sample are not a
+prefix of the later prompt, one growing sequence would train the model on contexts it never
+reads, and :attr:`ChatFormat.rewrites_history` is True: the rollouts render every turn's prompt
+afresh from the chat and each turn trains as its own row.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 _A, _U = "\x00ACTION\x00", "\x00OBSERVATION\x00"
+_THOUGHT = "<think>\nx\n</think>\n\nA"
+"""A reply with a reasoning block: templates that rewrite history drop or move it."""
 
 
 class ChatFormat:
@@ -35,6 +44,8 @@ class ChatFormat:
         after_action = text.split(_A, 1)[1]
         self.before_obs, self.after_obs = after_action.split(_U, 1)
         """Template text between an action and the next observation, and after it."""
+        self.rewrites_history = _rewrites_history(tokenizer)
+        """Whether a turn renders differently once later turns follow it (see the module doc)."""
         if not self.before_obs.startswith(self.eos_text):
             raise ValueError(
                 "the chat template must close an assistant turn with the tokenizer's EOS token "
@@ -55,6 +66,14 @@ class ChatFormat:
         )
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
+    def render(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Ids of a whole chat with the generation prompt, as ``agentgym eval``'s agent sends it
+        (a template that rewrites history renders every turn's prompt this way)."""
+        text = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+        return self.encode(str(text))
+
     def observation(self, text: str, action_ended_with_eos: bool) -> list[int]:
         """Ids of an observation turn after an action; the EOS is here only if not sampled."""
         head = self.before_obs[len(self.eos_text) :] if action_ended_with_eos else self.before_obs
@@ -63,3 +82,16 @@ class ChatFormat:
     def action(self, text: str) -> list[int]:
         """Ids of an action written by someone else (an expert, SFT data), ending with EOS."""
         return self.encode(text) + [self.eos_id]
+
+
+def _rewrites_history(tokenizer: Any) -> bool:
+    """True if a chat's prompt plus a reply is not a prefix of the chat's next prompt."""
+    first = [{"role": "user", "content": "x"}]
+    reply = {"role": "assistant", "content": _THOUGHT}
+    before = tokenizer.apply_chat_template(first, tokenize=False, add_generation_prompt=True)
+    after = tokenizer.apply_chat_template(
+        [*first, reply, {"role": "user", "content": "y"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    return not str(after).startswith(str(before) + _THOUGHT)

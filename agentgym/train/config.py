@@ -140,6 +140,14 @@ class RolloutConfig(_Strict):
     """Ray cluster address (None: start or join a local instance)."""
     num_workers: int = Field(default=2, ge=1, le=4096)
     """Ray env-worker actors."""
+    harness: str | None = None
+    """An agent program to train instead of the trainer's own chat loop (``"python my_agent.py"``):
+    run once per episode against a recording gateway over the policy (:mod:`agentgym.harness`);
+    rows are built from the token ids the gateway recorded. None: the trainer's own rollouts."""
+    harness_parallel: int = Field(default=4, ge=1)
+    """Harness processes running at once."""
+    harness_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds one harness episode may take (then it is killed and counts as an error)."""
 
 
 class AlgoConfig(_Strict):
@@ -351,6 +359,15 @@ class TrainConfig(_Strict):
             raise ValueError(
                 "rollout.history (a bounded context) gives every turn its own prompt: set "
                 "algo.layout=step (one row per turn), not episode"
+            )
+        if self.rollout.harness is not None and (
+            self.rollout.history is not None
+            or self.rollout.engine != "local"
+            or self.model.policy is not None
+        ):
+            raise ValueError(
+                "rollout.harness: the agent program builds its own prompts on the local engine; "
+                "drop rollout.history, model.policy and rollout.engine vllm"
             )
         if self.rollout.notes is not None and self.rollout.history is None:
             raise ValueError("rollout.notes go in a bounded context: set rollout.history too")

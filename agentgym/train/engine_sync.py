@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from agentgym.train.batch import build_batch
+from agentgym.train.batch import build_batch, row_spans
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import token_logprobs
 
@@ -44,6 +44,7 @@ def recompute_logprobs(
     if not episodes:
         return {"logprob_gap_mean": 0.0, "logprob_gap_max": 0.0}
     batch = build_batch(episodes, None, "episode", "token-mean", pad_id)
+    spans = row_spans(episodes, "episode")  # an episode may have a row per call
     total, count, largest = 0.0, 0, 0.0
     was_training = model.training
     model.eval()
@@ -59,9 +60,9 @@ def recompute_logprobs(
             total, count = total + float(gap.sum()), count + int(gap.numel())
             largest = max(largest, float(gap.max()) if gap.numel() else 0.0)
             for r in range(mb.rows):
-                ep = episodes[start + r]
+                i, context = spans[start + r][:2]
                 for j in only[r].nonzero().flatten().tolist():
-                    ep.logprobs[j] = float(logp[r, j])
+                    episodes[i].logprobs[context + j] = float(logp[r, j])
             start += mb.rows
     finally:
         model.train(was_training)

@@ -51,6 +51,9 @@ class TokenEpisode:
     """1 on tokens the policy sampled, 0 on prompt and observation tokens."""
     turns: list[Turn] = field(default_factory=list)
     prompt_len: int = 0
+    per_call: bool = False
+    """Some turn's prompt is not the previous prompt and sample continued (the chat template or
+    the agent rewrote history): every turn trains as its own row, from ``Turn.context_start``."""
 
     @property
     def status(self) -> EpisodeStatus:

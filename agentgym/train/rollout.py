@@ -4,7 +4,9 @@ All episodes of a rollout batch are in flight together: each turn, the running t
 active episode go to the engine as one batch (``Engine.generate_batch``), the sampled ids
 and their logprobs are appended as generated, actions are parsed from the sampled text
 (:func:`agentgym.chat_agent.parse_action`), the env pool steps them all, and each observation is
-appended as the chat template's observation turn. Env failures end that episode with
+appended as the chat template's observation turn (a template that rewrites earlier turns,
+``ChatFormat.rewrites_history``, gets every turn's prompt rendered afresh from the chat instead,
+and each turn trains as its own row). Env failures end that episode with
 ``status="error"``; they never end the batch.
 
 With an :class:`AdapterPicker` (a policy with several adapters, ``model.policy``), each turn first
@@ -130,7 +132,10 @@ class _Live:
     """This turn's adapter and the picker's record of it."""
     bounded: BoundedHistory | None = None
     context_start: int = 0
-    """Where the prompt of the next action starts in ``ep.ids`` (> 0 only with a bounded context)."""
+    """Where the prompt of the next action starts in ``ep.ids`` (> 0 only with a bounded context
+    or a chat template that rewrites history)."""
+    messages: list[dict[str, str]] | None = None
+    """The chat so far, where the template rewrites history (every prompt is rendered afresh)."""
 
 
 def collect(
@@ -194,6 +199,12 @@ def _start(lv: _Live, out: Outcome, chat: ChatFormat, system: str) -> None:
     if lv.bounded is not None:
         lv.bounded.start(ep.episode.instruction)
         ep.extend(chat.prompt("", lv.bounded.prompt(out.observation, out.info)), mask=0)
+    elif chat.rewrites_history:
+        use_system = system and chat.use_system_prompt
+        lv.messages = [{"role": "system", "content": system}] if use_system else []
+        lv.messages.append({"role": "user", "content": out.observation})
+        ep.extend(chat.render(lv.messages), mask=0)
+        ep.per_call = True
     else:
         ep.extend(chat.prompt(system, out.observation), mask=0)
     ep.prompt_len = len(ep.ids)
@@ -308,6 +319,13 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
         lv.bounded.acted(action)
         lv.context_start = end
         ep.extend(chat.prompt("", lv.bounded.prompt(out.observation, out.info)), mask=0)
+    elif not done and lv.messages is not None:  # the template rewrites history: render afresh
+        lv.messages += [
+            {"role": "assistant", "content": gen.text},
+            {"role": "user", "content": out.observation},
+        ]
+        lv.context_start = end
+        ep.extend(chat.render(lv.messages), mask=0)
     elif not done:
         ended_with_eos = bool(gen.token_ids) and gen.token_ids[-1] == chat.eos_id
         ep.extend(chat.observation(out.observation, ended_with_eos), mask=0)

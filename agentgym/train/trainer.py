@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,9 @@ class Trainer:
         self._weights_changed = True
         """The policy's weights changed since the engine last took them (an engine with its own
         copy, vLLM, loaded the starting checkpoint: a resumed adapter is not in it yet)."""
+        self._harness: Any = None
+        """The recording gateway and harness processes (``rollout.harness``), made at first use."""
+        self._said_per_call = False
         self.runlog = RunLog(cfg, console)
         """Every step's metrics: kept, stored in the store's rows and printed."""
         self.history = self.runlog.history
@@ -125,6 +129,25 @@ class Trainer:
                 seed=self.cfg.seed,
             )
         return self._engine
+
+    @property
+    def harness(self) -> Any:
+        """The gateway over the policy that ``rollout.harness`` programs call."""
+        if self._harness is None:
+            from agentgym.train.harness import HarnessRollouts
+
+            r = self.cfg.rollout
+            self._harness = HarnessRollouts(
+                str(r.harness),
+                self.engine,
+                self.cfg.env.id,
+                self.cfg.env.kwargs,
+                Path(self.cfg.out_dir) / "gateway",
+                lambda: f"step-{self.step}",
+                r.harness_parallel,
+                r.harness_timeout_s,
+            )
+        return self._harness
 
     def train_tasks(self) -> list[Task]:
         env = self.cfg.env
@@ -216,6 +239,8 @@ class Trainer:
         self.model.eval()
         try:
             with self._autocast():
+                if r.harness is not None:
+                    return self.harness.collect(jobs, sampling)
                 return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, picker)
         finally:
             self.model.train()
@@ -273,6 +298,7 @@ class Trainer:
     ) -> dict[str, float]:
         """``algo.epochs`` optimiser steps over one batch, accumulating over micro-batches."""
         cfg = self.cfg
+        self._say_per_call(episodes)
         batch = build_batch(
             episodes,
             advantages,
@@ -292,6 +318,24 @@ class Trainer:
         totals["loss_tokens"] = loss_tokens
         totals["trained_rows"] = float(batch.rows)
         return {**bound, **totals}
+
+    def _say_per_call(self, episodes: list[TokenEpisode]) -> None:
+        """Once per run: why some episodes train one row per call instead of one sequence."""
+        rewritten = sum(ep.per_call for ep in episodes)
+        if self._said_per_call or not rewritten or self.cfg.algo.layout == "step":
+            return
+        self._said_per_call = True
+        why = (
+            "the chat template rewrites earlier turns"
+            if self.chat.rewrites_history
+            else "the agent edited or cut its history, or the template re-rendered a turn"
+        )
+        warnings.warn(
+            f"{why}: {rewritten} of {len(episodes)} episodes train one row per model call, each "
+            "with its own prompt, instead of one sequence per episode",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def _rows_to_train(self, batch: Batch) -> Batch:
         """The rows that can change the weights, longest first (``optim.sort_by_length``).
@@ -394,6 +438,9 @@ class Trainer:
         if self._engine is not None:
             self._engine.close()
             self._engine = None
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
         if self._pool is not None:
             self._pool.close()
         self.runlog.close()
