@@ -107,9 +107,10 @@ def list_envs() -> list[EnvSpec]:
 
 def spec(env_id: str) -> EnvSpec:
     """The spec of ``env_id``; an unknown id raises ``KeyError`` with close matches."""
+    if env_id in _RESOLVED:
+        return _RESOLVED[env_id]
     if (scheme := scheme_of(env_id)) is not None:
-        if env_id not in _RESOLVED:
-            _RESOLVED[env_id] = SCHEMES.get(scheme)(env_id)
+        _RESOLVED[env_id] = SCHEMES.get(scheme)(env_id)
         return _RESOLVED[env_id]
     full = _full_id(env_id)
     found = ENVS.find(full)

@@ -145,3 +145,29 @@ def test_the_echo_env_openenv_ships_plays_as_an_agentgym_env(echo_env, tmp_path)
     (row,) = result.episode_rows()
     assert row["status"] == "limit" and row["steps"] == 3
     result.store.close()
+
+
+def test_env_id_schemes_are_registry_entries():
+    """``openenv:`` is one registered scheme; another distribution's scheme works the same way,
+    and an id with an unregistered scheme is an unknown env id as before."""
+    from agentgym.registry import SCHEMES, EnvSpec, scheme_of, spec
+
+    calls = []
+
+    def local_alias(env_id: str) -> EnvSpec:
+        calls.append(env_id)
+        base = spec(env_id.split(":", 1)[1])
+        return EnvSpec(env_id, base.entry_point, {}, "alias", target=base.load())
+
+    SCHEMES.register("alias", local_alias)
+    try:
+        env = agentgym.make("alias:TauMock-v0")
+        assert env.spec.id == "alias:TauMock-v0" and env.reset(seed=0)[0]
+        agentgym.make("alias:TauMock-v0")
+        assert calls == ["alias:TauMock-v0"]  # resolved once per process
+        assert scheme_of("openenv:http://x") == "openenv"
+    finally:
+        SCHEMES.items.pop("alias")
+    assert scheme_of("nope:TauMock-v0") is None
+    with pytest.raises(KeyError, match="no environment 'nope:TauMock-v0'"):
+        agentgym.make("nope:TauMock-v0")
