@@ -7,7 +7,8 @@ computed beforehand in a local env, so only stepping is timed): ``agentgym.make`
 process, then openenv-core's own ``GenericEnvClient`` against one server in this process
 (uvicorn in a thread) with 1 and with 64 sessions stepping at once. A step over the server is a
 JSON message each way on a local WebSocket plus the env's own step; the ratio says what the
-protocol costs. The client and the server share this process's CPUs, so the 64-session figure is
+protocol costs. Served rows are timed once every session is open and has built its env.
+The client and the server share this process's CPUs, so the 64-session figure is
 what one machine serves to its own clients, not a server's ceiling. Shared machines are noisy.
 """
 
@@ -53,26 +54,37 @@ def in_process(env_id: str, scripts: list[tuple[str, list[str]]]) -> tuple[int, 
 
 
 def served(url: str, scripts: list[tuple[str, list[str]]], sessions: int) -> tuple[int, float]:
-    """``sessions`` clients at once, each playing its share of the episodes in turn."""
+    """``sessions`` clients at once, each playing its share of the episodes in turn; timed from
+    when every session is open and has built its env (its first reset), as a trainer's
+    long-lived sessions run."""
     from openenv.core.generic_client import GenericEnvClient
 
-    async def client(share: list[tuple[str, list[str]]]) -> int:
-        steps = 0
-        async with GenericEnvClient(base_url=url, message_timeout_s=600) as env:
+    async def main() -> tuple[int, float]:
+        shares = [s for s in (scripts[i::sessions] for i in range(sessions)) if s]
+        clients = [GenericEnvClient(base_url=url, message_timeout_s=600) for _ in shares]
+        await asyncio.gather(*(c.connect() for c in clients))
+        await asyncio.gather(
+            *(c.reset(task=s[0][0], seed=0) for c, s in zip(clients, shares, strict=True))
+        )
+
+        async def play(env: GenericEnvClient, share: list[tuple[str, list[str]]]) -> int:
+            steps = 0
             for task_id, actions in share:
                 await env.reset(task=task_id, seed=0)
                 for action in actions:
                     await env.step({"message": action})
                     steps += 1
-        return steps
+            return steps
 
-    async def main() -> int:
-        shares = [scripts[i::sessions] for i in range(sessions)]
-        return sum(await asyncio.gather(*(client(s) for s in shares if s)))
+        started = time.perf_counter()
+        steps = sum(
+            await asyncio.gather(*(play(c, s) for c, s in zip(clients, shares, strict=True)))
+        )
+        seconds = time.perf_counter() - started
+        await asyncio.gather(*(c.close() for c in clients))
+        return steps, seconds
 
-    started = time.perf_counter()
-    steps = asyncio.run(main())
-    return steps, time.perf_counter() - started
+    return asyncio.run(main())
 
 
 def run(env_id: str, episodes: int) -> None:

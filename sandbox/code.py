@@ -39,6 +39,9 @@ out = {}
 for name, mod in list(sys.modules.items()):
     if "." not in name and getattr(mod, "__file__", None):
         out[name] = mod.__file__
+    elif "." not in name and list(getattr(mod, "__path__", [])):  # a namespace package
+        for folder in mod.__path__:
+            out.setdefault(name, folder)
 print(json.dumps(out))
 """
 
