@@ -246,13 +246,14 @@ class _ClosableSockets:
 
         async def closable_receive() -> dict:
             nonlocal sent_close
-            get = asyncio.ensure_future(receive())
-            stop = asyncio.ensure_future(conn.closed.wait())
-            done, _ = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if get in done:
-                stop.cancel()
-                return get.result()
-            get.cancel()
+            if not conn.closed.is_set():
+                get = asyncio.ensure_future(receive())
+                stop = asyncio.ensure_future(conn.closed.wait())
+                done, _ = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if stop not in done:
+                    stop.cancel()
+                    return get.result()
+                get.cancel()  # closed: a message that came meanwhile is not served
             if not sent_close:
                 error = WSErrorResponse(
                     data={"message": conn.reason, "code": WSErrorCode.SESSION_ERROR}
@@ -283,6 +284,7 @@ class AgentgymEnvServer(HTTPEnvServer):  # type: ignore[misc]
         )
         self.settings = settings
         self._connections: dict[str, _Connection] = {}
+        self._closing = ""  # why every session closes (shutdown); empty: idle sessions only
 
     async def _create_session(self) -> tuple[str, Environment]:
         session_id, env = await super()._create_session()
@@ -293,15 +295,18 @@ class AgentgymEnvServer(HTTPEnvServer):  # type: ignore[misc]
 
     async def _destroy_session(self, session_id: str) -> None:
         conn = self._connections.pop(session_id, None)
+        if conn is not None:  # first, so the session serves no message after this
+            # (the reaper's call; the handler's own, on its way out, finds nothing left to close)
+            conn.close(self._closing or self._idle_reason())
         await super()._destroy_session(session_id)
-        if conn is not None:  # the reaper's call (the handler's own, on its way out, is harmless)
-            conn.close(
-                f"session closed: idle for more than {self._session_idle_timeout_s:g} s; "
-                "connect again"
-            )
+
+    def _idle_reason(self) -> str:
+        idle = self._session_idle_timeout_s
+        return f"session closed: idle for more than {idle:g} s; connect again"
 
     async def close_all(self) -> int:
         """Close every session still open (at shutdown); returns how many there were."""
+        self._closing = "session closed: the server is shutting down"
         ids = list(self._sessions)
         for session_id in ids:
             await self._destroy_session(session_id)
