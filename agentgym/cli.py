@@ -83,6 +83,8 @@ tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task
 app.add_typer(tasks_app, name="tasks")
 model_app = typer.Typer(no_args_is_help=True, help="Fetch known models, build tiny local ones.")
 app.add_typer(model_app, name="model")
+env_app = typer.Typer(no_args_is_help=True, help="Serve an env to other stacks (OpenEnv).")
+app.add_typer(env_app, name="env")
 console = Console(width=None if sys.stdout.isatty() else 160)  # pipes and CI get full tables
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line: greppable
 
@@ -142,6 +144,54 @@ def envs(
     for s in agentgym.list_envs():
         table.add_row(s.id, s.description, s.entry_point)
     console.print(table)
+
+
+@env_app.command("serve")
+def env_serve(
+    env_id: Annotated[str, typer.Argument(help="A registered env id (agentgym envs)")],
+    suite: Annotated[
+        str | None, typer.Option(help="Suite of the task ids and seed draws (default: the env's)")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="0 picks a free port")] = 8000,
+    max_sessions: Annotated[
+        int, typer.Option(min=1, help="Sessions (WebSocket connections) served at once")
+    ] = 64,
+    idle_timeout: Annotated[
+        float, typer.Option(min=0.001, help="Seconds a session may idle before it is closed")
+    ] = 600.0,
+    isolate: Annotated[
+        str | None, typer.Option(help="Run each session's env in a sandbox: docker or local")
+    ] = None,
+    expert: Annotated[
+        bool, typer.Option(help="Send the expert's next action in each observation's info")
+    ] = False,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option("--env-option", "-E", help="Env option KEY=VALUE; repeat"),
+    ] = None,
+) -> None:
+    """Serve ENV_ID over OpenEnv's protocol (/ws, /reset, /step, /state, /schema, /health), a
+    session per connection; reset takes task=TASK_ID or seed=N."""
+    with user_errors():
+        require("agentgym env serve", "openenv", "fastapi", "uvicorn")
+        from agentgym.integrations.openenv.server import check_settings, serve
+
+        settings = check_settings(
+            env_id, suite, isolate, parse_env_options(env_option or []), expert
+        )
+        check_port_free(host, port)
+
+    def ready(url: str) -> None:
+        console.print(
+            f"serving {settings.env_id} at {url} (OpenEnv: /ws /reset /step /state /schema "
+            f"/health), up to {max_sessions} sessions; agentgym env id: openenv:{url}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready)
 
 
 @tasks_app.command("list")
@@ -286,6 +336,14 @@ def eval_(
             help="Env option KEY=VALUE; repeat (list: agentgym envs --options ENV)",
         ),
     ] = None,
+    env: Annotated[
+        str | None,
+        typer.Option(
+            "--env",
+            help="Play the tasks in this env id instead of their own: the same env served "
+            "elsewhere (openenv:http://HOST:PORT)",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate one or more agents on a suite, store every episode in DB, print the report."""
     from agentgym.runner import check_run, run_checked
@@ -297,7 +355,16 @@ def eval_(
             raise ValueError(no_tasks(loaded, suite, tag or []))
         options = parse_env_options(env_option or [])
         checked = check_run(
-            tasks, agent, concurrency, samples, isolate, backend, address, options, preflight=True
+            tasks,
+            agent,
+            concurrency,
+            samples,
+            isolate,
+            backend,
+            address,
+            options,
+            preflight=True,
+            env=env,
         )
         check_time_limit(time_limit)
         check_plot_path(plot)

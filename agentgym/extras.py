@@ -28,6 +28,9 @@ INSTALL: dict[str, str] = {
     "scipy": TRAIN,
     "ray": '".[ray]"',
     "docker": '".[sandbox]"',
+    "openenv": '".[openenv]"',
+    "trl": 'torch==2.13.0 ".[llm,train,trl]"',
+    "datasets": 'torch==2.13.0 ".[llm,train,trl]"',
 }
 """Top-level module -> what to pip install (from the clone) to get it."""
 

@@ -8,6 +8,9 @@ skipped, it never breaks the import.
 ``isolate=NAME`` builds the env through :data:`ISOLATION`, which a sandbox plug-in fills (this
 distribution's ``sandbox/`` through the entry-point group ``agentgym.isolation``): the core names
 no sandbox module.
+
+An env id ``SCHEME:REST`` whose scheme is registered (``openenv:http://HOST:PORT``, any OpenEnv
+server) is resolved by the scheme's function on first use, not registered ahead.
 """
 
 from __future__ import annotations
@@ -43,14 +46,28 @@ class EnvSpec:
     """Default constructor arguments."""
     description: str = ""
     """One line for ``agentgym envs``."""
+    target: type[Any] | None = None
+    """The env class itself, for a spec an env id scheme built (``openenv:URL``): a class made
+    for that id, not importable by ``entry_point``."""
 
     def load(self) -> type[Any]:
         """Import and return the env class."""
+        if self.target is not None:
+            return self.target
         return load_ref(self.entry_point)  # type: ignore[return-value]
 
     def make(self, isolate: str | None = None, **kwargs: Any) -> Any:
         """Build the env, ``isolate`` and ``kwargs`` already checked (:func:`make` checks them;
         an evaluation checks them once for all its episodes)."""
+        if self.target is not None:
+            if isolate is not None:
+                raise ValueError(
+                    f"{self.id} runs on its own server: isolate it there "
+                    "(agentgym env serve --isolate), not here"
+                )
+            env = self.target(**{**self.kwargs, **kwargs})
+            env.spec = self
+            return env
         if isolate is not None:
             env = ISOLATION.get(isolate)(self.id, {**self.kwargs, **kwargs})
         else:
@@ -61,6 +78,14 @@ class EnvSpec:
 
 ENVS: Registry[EnvSpec] = Registry("env", ENTRY_POINT_GROUP, registrars=True)
 """Every env id's spec; each ``agentgym.envs`` entry point is a function that calls ``register``."""
+
+SCHEME_GROUP = "agentgym.env_schemes"
+SCHEMES: Registry[Callable[[str], EnvSpec]] = Registry("env id scheme", SCHEME_GROUP)
+"""Env ids of the form ``SCHEME:REST`` (``openenv:http://HOST:PORT``): the scheme's function
+builds the id's spec when the id is first asked for (other distributions add schemes through the
+entry-point group ``agentgym.env_schemes``)."""
+SCHEMES.register("openenv", "agentgym.integrations.openenv.client:remote_spec")
+_RESOLVED: dict[str, EnvSpec] = {}  # scheme ids already resolved in this process
 
 
 def _full_id(env_id: str) -> str:
@@ -90,6 +115,11 @@ def list_envs() -> list[EnvSpec]:
 
 def spec(env_id: str) -> EnvSpec:
     """The spec of ``env_id``; an unknown id raises ``KeyError`` with close matches."""
+    if env_id in _RESOLVED:
+        return _RESOLVED[env_id]
+    if (scheme := scheme_of(env_id)) is not None:
+        _RESOLVED[env_id] = SCHEMES.get(scheme)(env_id)
+        return _RESOLVED[env_id]
     full = _full_id(env_id)
     found = ENVS.find(full)
     if found is not None:
@@ -104,6 +134,14 @@ def spec(env_id: str) -> EnvSpec:
     close = difflib.get_close_matches(full, known, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(known)}")
+
+
+def scheme_of(env_id: str) -> str | None:
+    """The scheme of a ``SCHEME:REST`` env id (a registered scheme only), else None."""
+    scheme, sep, _ = env_id.partition(":")
+    if not sep or "/" in scheme or scheme not in SCHEMES.names():
+        return None
+    return scheme
 
 
 def check_isolate(isolate: str | None) -> None:
@@ -121,6 +159,12 @@ def check_nesting(env_ids: list[str], isolate: str | None) -> None:
     bubblewrap inside a container, no Docker inside bubblewrap)."""
     if isolate is None:
         return
+    remote = [i for i in env_ids if spec(i).target is not None]
+    if remote:
+        raise ValueError(
+            f"{', '.join(remote)} {'runs' if len(remote) == 1 else 'run'} on a server of its own: "
+            "drop --isolate here (isolate it on the server: agentgym env serve --isolate)"
+        )
     nested = [i for i in env_ids if getattr(spec(i).load(), "own_sandbox", False)]
     if nested:
         raise ValueError(

