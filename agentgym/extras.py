@@ -28,6 +28,10 @@ INSTALL: dict[str, str] = {
     "scipy": TRAIN,
     "ray": '".[ray]"',
     "docker": '".[sandbox]"',
+    "textarena": '".[textarena]"',
+    "skyrl_gym": '".[skyrl]"',
+    "inspect_ai": '".[inspect]"',
+    "verifiers": '".[verifiers]" -e environments/agentgym_env',
 }
 """Top-level module -> what to pip install (from the clone) to get it."""
 
