@@ -31,6 +31,10 @@ INSTALL: dict[str, str] = {
     "openenv": '".[openenv]"',
     "trl": 'torch==2.13.0 ".[llm,train,trl]"',
     "datasets": 'torch==2.13.0 ".[llm,train,trl]"',
+    "textarena": '".[textarena]"',
+    "skyrl_gym": '".[skyrl]"',
+    "inspect_ai": '".[inspect]"',
+    "verifiers": '".[verifiers]" -e environments/agentgym_env',
 }
 """Top-level module -> what to pip install (from the clone) to get it."""
 

@@ -1,2 +1,2 @@
-"""Thin adapters to other stacks, one module per library, each importing its library lazily
-(behind its extra), so a base install imports none of them."""
+"""Thin adapters to other agent stacks, one module per library, each importing its library lazily
+behind its extra, so a base install imports none of them (README, "Other stacks")."""
