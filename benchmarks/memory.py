@@ -148,6 +148,7 @@ def serve_arm(args: argparse.Namespace, kv_cache_gb: float | None, texts: list[s
     """Start a server, load it, and return its RSS figures (MB) and the load's seconds."""
     port = free_port()
     cmd = [args.agentgym, "serve", args.model, "--port", str(port), "--name", "m"]
+    cmd += ["--request-timeout", "86400"]  # a queued request may wait long on a small machine
     if kv_cache_gb is not None:
         cmd += ["--kv-cache-gb", str(kv_cache_gb)]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
