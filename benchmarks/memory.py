@@ -75,7 +75,7 @@ WORDS = [
 
 
 def rss_mb(pid: int) -> float:
-    """Resident set size of process ``pid`` in MB (0 once it has gone)."""
+    """Resident set size of process ``pid`` in MiB (0 once it has gone)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -145,9 +145,10 @@ def ask(url: str, text: str, max_tokens: int) -> None:
 
 
 def serve_arm(args: argparse.Namespace, kv_cache_gb: float | None, texts: list[str]) -> dict:
-    """Start a server, load it, and return its RSS figures (MB) and the load's seconds."""
+    """Start a server, load it, and return its RSS figures (MiB) and the load's seconds."""
     port = free_port()
     cmd = [args.agentgym, "serve", args.model, "--port", str(port), "--name", "m"]
+    cmd += ["--request-timeout", "86400"]  # a queued request may wait long on a small machine
     if kv_cache_gb is not None:
         cmd += ["--kv-cache-gb", str(kv_cache_gb)]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
@@ -187,7 +188,7 @@ def serve_arm(args: argparse.Namespace, kv_cache_gb: float | None, texts: list[s
 
 
 def household_arm(args: argparse.Namespace, kv_cache_gb: float | None) -> dict:
-    """``agentgym eval household/valid_unseen -c 16`` on ``--household`` episodes: RSS (MB)."""
+    """``agentgym eval household/valid_unseen -c 16`` on ``--household`` episodes: RSS (MiB)."""
     spec = f"hf:{args.model}" + ("" if kv_cache_gb is None else f"?kv_cache_gb={kv_cache_gb}")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
@@ -225,7 +226,7 @@ def main() -> None:
     texts = prompts(args.model, args.requests, args.prompt_tokens)
     table = Table(
         title=f"agentgym serve {args.model}: {args.requests} requests of ~{args.prompt_tokens} "
-        f"tokens, {args.concurrency} at a time, max_tokens {args.max_tokens}; RSS in MB"
+        f"tokens, {args.concurrency} at a time, max_tokens {args.max_tokens}; RSS in MiB"
     )
     for col in ("arm", "idle", "peak", f"{args.after_s:g} s after", "load s"):
         table.add_column(col, justify="right")
@@ -242,7 +243,7 @@ def main() -> None:
         table = Table(
             title=f"agentgym eval household/valid_unseen -c 16, {args.household} episodes"
         )
-        for col in ("arm", "peak RSS MB", "final RSS MB", "s"):
+        for col in ("arm", "peak RSS MiB", "final RSS MiB", "s"):
             table.add_column(col, justify="right")
         for arm in arms:
             r = household_arm(args, ARMS[arm])
