@@ -93,8 +93,14 @@ def copy_code(dst: Path, extra: tuple[str, ...] = ()) -> list[str]:
             shutil.copytree(top, target, ignore=IGNORE, dirs_exist_ok=True)
         else:
             shutil.copy2(top, target)
-        for libs in top.parent.glob(f"{name}*.libs"):  # manylinux wheels vendor shared libraries
-            shutil.copytree(libs, dst / libs.name, dirs_exist_ok=True)
+        # manylinux wheels vendor shared libraries, named after the module or the distribution
+        # (PIL's are in pillow.libs)
+        for stem in {
+            name,
+            *(d.replace("-", "_") for d in md.packages_distributions().get(name, [])),
+        }:
+            for libs in top.parent.glob(f"{stem}*.libs"):
+                shutil.copytree(libs, dst / libs.name, dirs_exist_ok=True)
         _copy_metadata(name, dst)
         names.append(name)
     return names

@@ -15,6 +15,15 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+SERVER_IMPORTS = (
+    "agentgym.integrations.openenv.server",
+    # what uvicorn imports only once it serves: its protocol implementations (websockets, h11)
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.websockets.auto",
+    "uvicorn.loops.auto",
+    "uvicorn.lifespan.on",
+)
+
 
 def write_context(dst: Path) -> list[str]:
     """Write the Dockerfile and the python/ folder under ``dst``; return the packages copied."""
@@ -23,7 +32,7 @@ def write_context(dst: Path) -> list[str]:
     dst.mkdir(parents=True, exist_ok=True)
     recipe = resources.files("agentgym.sandbox").joinpath("images/Dockerfile.serve")
     (dst / "Dockerfile").write_text(recipe.read_text(encoding="utf-8"))
-    return copy_code(dst / "python", extra=("agentgym.integrations.openenv.server",))
+    return copy_code(dst / "python", extra=SERVER_IMPORTS)
 
 
 if __name__ == "__main__":
