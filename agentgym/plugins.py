@@ -52,6 +52,8 @@ class Registry(Generic[T]):
         self.entry_points: list[EntryPoint] = []
         """The group's entry points, read once by :meth:`load`."""
         self.loaded = False
+        self.failed: list[str] = []
+        """The names of the entry points that failed to load (each warned why)."""
         self._loading = False
         self._lock = threading.RLock()
 
@@ -121,6 +123,7 @@ class Registry(Generic[T]):
             self._warn(ep, e)
 
     def _warn(self, ep: EntryPoint, error: Exception) -> None:
+        self.failed.append(ep.name)
         warnings.warn(
             f"agentgym {self.what} plugin {ep.name!r} ({ep.value}) failed to load: {error!r}",
             stacklevel=4,

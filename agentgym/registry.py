@@ -125,9 +125,11 @@ def spec(env_id: str) -> EnvSpec:
     if found is not None:
         return found
     known = ENVS.names()
-    if not known:  # the plug-ins all failed to load: each warned why
+    if ENVS.failed or not known:  # a plug-in failed to load: it warned why
+        failed = ", ".join(ENVS.failed)
+        why = f"env plug-ins failed to load: {failed}" if failed else "no env is registered"
         raise KeyError(
-            f"no environment {env_id!r}: no env is registered (see the plug-in warnings above; "
+            f"no environment {env_id!r}: {why} (see the plug-in warnings above; "
             "Python started in a clone's root imports the clone's agentgym, which finds the "
             "clone's envs once the clone is installed with `pip install -e .`)"
         )

@@ -196,7 +196,8 @@ def test_a_plain_install_used_from_the_clone_root_says_what_to_do():
     result = clone_root_python("plain")
     assert result.returncode == 1
     assert "env plugin 'builtin' (agentgym.envs:register_envs) failed to load" in result.stderr
-    assert "no env is registered" in result.stderr and "pip install -e ." in result.stderr
+    assert "env plug-ins failed to load: builtin" in result.stderr
+    assert "pip install -e ." in result.stderr
 
 
 def test_ci_runs_the_quick_start_on_a_base_install_before_the_tests():

@@ -144,9 +144,9 @@ class RolloutConfig(_Strict):
     """An agent program to train instead of the trainer's own chat loop (``"python my_agent.py"``):
     run once per episode against a recording gateway over the policy (:mod:`agentgym.harness`);
     rows are built from the token ids the gateway recorded. None: the trainer's own rollouts."""
-    harness_parallel: int = Field(default=4, ge=1)
+    harness_parallel: int = Field(default=4, ge=1, le=1024)
     """Harness processes running at once."""
-    harness_timeout_s: float = Field(default=600.0, gt=0)
+    harness_timeout_s: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds one harness episode may take (then it is killed and counts as an error)."""
 
 

@@ -1,6 +1,6 @@
 """The build context of the env server's container image (``sandbox/images/Dockerfile.serve``).
 
-    python -m agentgym.integrations.openenv.image CONTEXT
+    python -m agentgym.sandbox.serve_image CONTEXT
     docker build -t agentgym-env CONTEXT
     docker run -p 8000:8000 agentgym-env Clarify-v0
 
@@ -37,6 +37,6 @@ def write_context(dst: Path) -> list[str]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m agentgym.integrations.openenv.image CONTEXT_DIR")
+        sys.exit("usage: python -m agentgym.sandbox.serve_image CONTEXT_DIR")
     copied = write_context(Path(sys.argv[1]))
     print(f"wrote {sys.argv[1]}: Dockerfile and python/ ({len(copied)} packages)")
