@@ -657,7 +657,7 @@ def serve(
         typer.Option(
             min=0.001,
             help="GiB for keys and values: running requests and the prefix cache together; a "
-            "request that does not fit waits (default: twice the weights, at most a quarter of "
+            "request that does not fit waits (default: 1.5 times the weights, at most a quarter of "
             "the free memory)",
         ),
     ] = None,

@@ -73,10 +73,11 @@ def test_the_default_budget_is_proportionate_to_the_model_and_the_free_memory(ti
     weights = sum(p.numel() * p.element_size() for p in engine.model.parameters())
     one_context = engine.cache.nbytes_per_token() * engine.context_tokens
     free = available_bytes()
-    expected = max(2 * weights if free is None else min(2 * weights, free // 4), one_context)
+    budget = int(1.5 * weights)  # the documented default: 1.5 times the weights
+    expected = max(budget if free is None else min(budget, free // 4), one_context)
     assert engine.memory_bytes == expected
     assert default_budget(engine.model, 1, 10) == (
-        2 * weights if free is None else min(2 * weights, free // 4)
+        budget if free is None else min(budget, free // 4)
     )
     assert available_bytes("MemTotal: 100 kB\nMemAvailable:  2048 kB\n") == 2048 * 1024
     with pytest.raises(ValueError, match="kv_cache_gb must be above 0"):

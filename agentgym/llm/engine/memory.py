@@ -2,7 +2,7 @@
 
 A local engine's memory beyond its weights is its KV cache: the running sequences' slots and the
 prefix blocks kept for later prompts. Both come out of one budget. Its default is proportionate to
-the model and to the machine: twice the weights' bytes (SmolLM2-135M in float32: about 1.1 GB,
+the model and to the machine: 1.5 times the weights' bytes (SmolLM2-135M in float32: about 0.8 GB,
 so ``agentgym serve smollm2`` stays near 2 GB under any load), at most a quarter of the memory
 free when the engine loads, and at least one sequence of the model's full context (so every
 request the model can take can run). After a second without work the engine gives memory back:
@@ -16,7 +16,7 @@ import ctypes.util
 from pathlib import Path
 from typing import Any
 
-WEIGHTS_FACTOR = 2
+WEIGHTS_FACTOR = 1.5
 """Default budget: this many times the weights' bytes..."""
 FREE_SHARE = 4
 """... and at most 1/FREE_SHARE of the memory available at load."""
@@ -42,7 +42,7 @@ def available_bytes(meminfo: str | None = None) -> int | None:
 def default_budget(model: Any, bytes_per_token: int, context: int) -> int:
     """The default KV budget in bytes for ``model`` (see the module's docstring)."""
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    budget = WEIGHTS_FACTOR * weights
+    budget = int(WEIGHTS_FACTOR * weights)
     free = available_bytes()
     if free is not None:
         budget = min(budget, free // FREE_SHARE)
