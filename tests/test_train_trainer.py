@@ -430,3 +430,12 @@ def test_held_out_eval_stops_one_line_actions_as_agentgym_eval_does(tiny_model, 
     assert sorted(held_out) == sorted(evaluated) and len(held_out) == 3
     for task_id, ep in held_out.items():
         assert [s.action for s in ep.steps] == [s.action for s in evaluated[task_id].steps]
+
+
+def test_settings_added_later_leave_the_run_id_at_their_config_defaults():
+    from agentgym.train.config import TrainConfig
+    from agentgym.train.runlog import ADDED_LATER
+
+    for section, name, default in ADDED_LATER:
+        field = TrainConfig.model_fields[section].annotation.model_fields[name]
+        assert field.default == default, (section, name)

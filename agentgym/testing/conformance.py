@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -79,7 +80,9 @@ def check_parallel_env(env: Any, num_cycles: int = 100) -> None:
 
 
 def _strict(label: str, check: Callable[[], object]) -> None:
-    """Run ``check``: an exception or any warning it raises becomes a ConformanceError."""
+    """Run ``check``: an exception or any warning it raises becomes a ConformanceError. Garbage
+    left by earlier code is collected first, so its ResourceWarnings are not blamed on ``check``."""
+    gc.collect()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

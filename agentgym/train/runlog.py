@@ -54,16 +54,22 @@ class RunLog:
             self.store.close()
 
 
-ADDED_LATER = (("rollout", "notes"),)
-"""Settings added after runs were stored: at their default (None) they stay out of the run id,
-so a config that does not set them keeps the id it had, and its rerun resumes that run."""
+ADDED_LATER = (
+    ("rollout", "notes", None),
+    ("rollout", "harness", None),
+    ("rollout", "harness_parallel", 4),
+    ("rollout", "harness_timeout_s", 600.0),
+)
+"""Settings added after runs were stored, with their defaults: at their default they stay out of
+the run id, so a config that does not set them keeps the id it had, and its rerun resumes that
+run."""
 
 
 def config_for_run_id(cfg: TrainConfig) -> dict[str, Any]:
-    """The config as the run id hashes it (:data:`ADDED_LATER` left out while unset)."""
+    """The config as the run id hashes it (:data:`ADDED_LATER` left out while at its default)."""
     dump = cfg.model_dump()
-    for section, name in ADDED_LATER:
-        if dump[section].get(name) is None:
+    for section, name, default in ADDED_LATER:
+        if dump[section].get(name) == default:
             del dump[section][name]
     return dump
 
