@@ -77,9 +77,7 @@ def test_a_client_disconnect_is_cancelled_quietly(keyed, caplog):
     gave_up = 0
     for _ in range(3):  # a request of 4,000 tokens takes seconds: the client gives up first
         try:
-            impatient.chat.completions.create(
-                model="tiny", messages=HELLO, max_tokens=4000, seed=0
-            )
+            impatient.chat.completions.create(model="tiny", messages=HELLO, max_tokens=4000, seed=0)
         except openai.APITimeoutError:
             gave_up += 1
     assert gave_up, "no request outlived the client's 0.3 s timeout"
