@@ -69,3 +69,15 @@ def exploding_suite(n_ok: int, n_boom: int) -> TaskSuite:
         for i in range(n_ok + n_boom)
     ]
     return TaskSuite("exploding", tasks)
+
+
+def one_line_error(result: Any, *words: str) -> str:
+    """A CLI result refused in one ``error:`` line (exit 2, no traceback) holding ``words``."""
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+

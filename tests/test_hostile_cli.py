@@ -9,6 +9,7 @@ import json
 import socket
 
 import pytest
+from support import one_line_error
 from typer.testing import CliRunner
 
 import agentgym
@@ -31,18 +32,9 @@ def _eval(noop_file, tmp_path, *extra: str):
     return runner.invoke(app, args)
 
 
-def _one_line_error(result, *words: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
-    for word in words:
-        assert word in lines[0], lines[0]
-
-
 @pytest.mark.parametrize("value", ["inf", "nan", "0", "-5"])
 def test_time_limit_must_be_positive_and_finite(noop_file, tmp_path, value):
-    _one_line_error(_eval(noop_file, tmp_path, "--time-limit", value), "--time-limit")
+    one_line_error(_eval(noop_file, tmp_path, "--time-limit", value), "--time-limit")
     assert not (tmp_path / "r.db").exists()  # refused before the store is made
 
 
@@ -53,12 +45,12 @@ def test_evaluate_refuses_a_bad_time_limit(noop_file):
 
 def test_db_in_a_path_that_cannot_hold_a_folder(noop_file, tmp_path):
     result = runner.invoke(app, ["eval", str(noop_file), "-a", "expert", "--db", "/dev/null/x.db"])
-    _one_line_error(result, "/dev/null/x.db")
+    one_line_error(result, "/dev/null/x.db")
 
 
 def test_plot_into_a_missing_folder_is_refused_before_the_run(noop_file, tmp_path):
     result = _eval(noop_file, tmp_path, "--plot", "/nonexistent/dir/p.png")
-    _one_line_error(result, "--plot", "/nonexistent/dir")
+    one_line_error(result, "--plot", "/nonexistent/dir")
     assert not (tmp_path / "r.db").exists()
 
 
@@ -86,7 +78,7 @@ def test_env_options_that_cannot_work_fail_the_preflight(tmp_path, suite, option
             option,
         ],
     )
-    _one_line_error(result, says)
+    one_line_error(result, says)
     assert not (tmp_path / "r.db").exists()
 
 
@@ -100,7 +92,7 @@ def test_env_options_that_cannot_work_fail_the_preflight(tmp_path, suite, option
 def test_a_broken_or_unsafe_train_config_is_one_line(tmp_path, text, says):
     config = tmp_path / "train.yaml"
     config.write_text(text)
-    _one_line_error(runner.invoke(app, ["train", str(config)]), str(config), says)
+    one_line_error(runner.invoke(app, ["train", str(config)]), str(config), says)
 
 
 TRAIN = "model: {path: m}\nenv: {id: Clarify-v0}\n"
@@ -136,7 +128,7 @@ def test_a_train_config_that_fails_validation_is_one_line(tmp_path, text, overri
     config.write_text(text)
     args = ["train", str(config), *[a for o in overrides for a in ("-c", o)]]
     result = runner.invoke(app, args)
-    _one_line_error(result, *says, *[str(config)] * (not overrides))
+    one_line_error(result, *says, *[str(config)] * (not overrides))
     assert "validation error" not in result.output  # not pydantic's text
 
 
@@ -145,7 +137,7 @@ def test_train_without_a_checkpoint_says_how_to_make_one(tmp_path):
     model, out = tmp_path / "nothing-here", tmp_path / "out"
     config.write_text(f"model: {{path: {model}}}\nenv: {{id: Clarify-v0}}\nout_dir: {out}\n")
     result = runner.invoke(app, ["train", str(config)])
-    _one_line_error(result, f"no checkpoint at {model}", f"agentgym model init {model}")
+    one_line_error(result, f"no checkpoint at {model}", f"agentgym model init {model}")
     assert not out.exists()  # refused before the run made anything
 
 
@@ -160,7 +152,7 @@ def test_train_without_a_checkpoint_says_how_to_make_one(tmp_path):
     ],
 )
 def test_usage_errors_are_one_line_not_a_box(args, says):
-    _one_line_error(runner.invoke(app, args), says, "--help")
+    one_line_error(runner.invoke(app, args), says, "--help")
 
 
 def test_help_and_bare_groups_still_print_help():
@@ -169,14 +161,14 @@ def test_help_and_bare_groups_still_print_help():
 
 
 def test_hf_agent_on_a_folder_without_a_checkpoint(noop_file, tmp_path):
-    _one_line_error(_eval(noop_file, tmp_path, "-a", "hf:/etc"), "hf:/etc", "config.json")
+    one_line_error(_eval(noop_file, tmp_path, "-a", "hf:/etc"), "hf:/etc", "config.json")
 
 
 def test_serve_on_a_busy_port_is_one_line(tmp_path):
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
         result = runner.invoke(app, ["serve", str(tmp_path), "--port", str(port)])
-    _one_line_error(result, f"127.0.0.1:{port}", "in use")
+    one_line_error(result, f"127.0.0.1:{port}", "in use")
 
 
 HUGE = "9" * 5000
@@ -215,5 +207,5 @@ def test_a_huge_integer_in_an_env_option_names_the_option(tmp_path):
         ["eval", "kbqa/metaqa-test", "-a", "random", "--limit", "1"]
         + ["--db", str(tmp_path / "r.db"), "-E", f"handles={HUGE}"],
     )
-    _one_line_error(result, "option handles", "4300 digits")
+    one_line_error(result, "option handles", "4300 digits")
     assert not (tmp_path / "r.db").exists()

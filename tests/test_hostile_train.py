@@ -17,6 +17,7 @@ import pytest
 import torch
 from pydantic import BaseModel, ValidationError
 from safetensors.torch import load_file, save_file
+from support import one_line_error
 from typer.testing import CliRunner
 
 from agentgym.cli import app
@@ -29,16 +30,6 @@ from agentgym.train.state_file import StateRefused
 
 runner = CliRunner()
 register_test_envs()
-
-
-def _one_line_error(result, *words: str) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 class _RunsACommand:
@@ -75,7 +66,7 @@ def test_a_pickled_trainer_state_runs_nothing_and_is_refused_by_name(tiny_model,
     marker = tmp_path / "pwned"
     (step / "trainer_state.pt").write_bytes(pickle.dumps({"optimizer": _RunsACommand(marker)}))
     result = _train(tiny_model, tmp_path / "out")
-    _one_line_error(result, str(step / "trainer_state.pt"), "never loaded")
+    one_line_error(result, str(step / "trainer_state.pt"), "never loaded")
     assert not marker.exists()
     with pytest.raises(StateRefused, match="trainer_state.pt"):  # the library refuses it too
         checkpoint.load_state(step, torch.optim.AdamW([torch.nn.Parameter(torch.ones(1))]), {})
@@ -186,7 +177,7 @@ def test_resuming_from_a_corrupt_state_is_one_error_line(tiny_model, tmp_path):
     assert step is not None and (step / state_file.TENSORS).is_file()
     assert not (step / state_file.PICKLED).exists()
     _noise(step)
-    _one_line_error(_train(tiny_model, out), str(step / state_file.TENSORS))
+    one_line_error(_train(tiny_model, out), str(step / state_file.TENSORS))
 
 
 def test_a_pickled_pa_moe_router_is_refused_unread(tmp_path):
@@ -229,7 +220,7 @@ def test_the_alias_bomb_is_refused_before_it_expands(tmp_path):
 def test_the_alias_bomb_is_one_error_line_from_the_cli(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(_alias_bomb())
-    _one_line_error(runner.invoke(app, ["train", str(path)]), str(path), "too large a config")
+    one_line_error(runner.invoke(app, ["train", str(path)]), str(path), "too large a config")
 
 
 @pytest.mark.parametrize(
@@ -334,7 +325,7 @@ def test_every_numeric_field_refuses_what_is_out_of_bounds(name, kind):
 @pytest.mark.parametrize("value", [".nan", "-1e30"])
 def test_a_bad_learning_rate_is_one_line_before_anything_loads(tiny_model, tmp_path, value):
     out = tmp_path / "out"
-    _one_line_error(_train(tiny_model, out, f"optim.lr={value}"), f"optim.lr={value}")
+    one_line_error(_train(tiny_model, out, f"optim.lr={value}"), f"optim.lr={value}")
     assert not out.exists()
 
 
@@ -376,7 +367,7 @@ def test_eval_refuses_pickled_weights_in_one_line(pickled_model, tmp_path):
     suite = tmp_path / "noop.jsonl"
     write_tasks(suite, noop_suite(1, length=1).tasks)
     args = ["eval", str(suite), "-a", f"hf:{pickled_model}", "--db", str(tmp_path / "r.db")]
-    line = _one_line_error(runner.invoke(app, args), str(pickled_model / "pytorch_model.bin"))
+    line = one_line_error(runner.invoke(app, args), str(pickled_model / "pytorch_model.bin"))
     assert "only safetensors" in line
     assert not (tmp_path / "pwned").exists()
 
@@ -388,7 +379,7 @@ def test_train_refuses_pickled_weights_in_one_line(pickled_model, tmp_path):
     result = runner.invoke(
         app, ["train", "-c", f"model.path={pickled_model}", "-c", "env.id=NoOp-v0"]
     )
-    _one_line_error(result, "pytorch_model.bin", "only safetensors")
+    one_line_error(result, "pytorch_model.bin", "only safetensors")
     with pytest.raises(PickledCheckpoint, match="pytorch_model.bin"):
         resolve_model_path(str(pickled_model))
     assert not (tmp_path / "pwned").exists()
