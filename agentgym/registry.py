@@ -125,17 +125,16 @@ def spec(env_id: str) -> EnvSpec:
     if found is not None:
         return found
     known = ENVS.names()
-    if ENVS.failed or not known:  # a plug-in failed to load: it warned why
-        failed = ", ".join(ENVS.failed)
-        why = f"env plug-ins failed to load: {failed}" if failed else "no env is registered"
-        raise KeyError(
-            f"no environment {env_id!r}: {why} (see the plug-in warnings above; "
-            "Python started in a clone's root imports the clone's agentgym, which finds the "
-            "clone's envs once the clone is installed with `pip install -e .`)"
-        )
+    fix = (
+        "see the plug-in warnings above; Python started in a clone's root imports the clone's "
+        "agentgym, which finds the clone's envs once the clone is installed with `pip install -e .`"
+    )
+    if not known:
+        raise KeyError(f"no environment {env_id!r}: no env is registered ({fix})")
     close = difflib.get_close_matches(full, known, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(known)}")
+    broken = f" (env plug-ins failed to load: {', '.join(ENVS.failed)}; {fix})" if ENVS.failed else ""
+    raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(known)}{broken}")
 
 
 def scheme_of(env_id: str) -> str | None:
