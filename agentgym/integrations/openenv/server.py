@@ -130,7 +130,7 @@ class AgentgymEnvironment(Environment):  # type: ignore[misc]
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
         if not self.running:
             raise ValueError(
-                "no episode in this session: send reset (task=TASK_ID or seed=N) first; "
+                "no episode started yet: send reset (task=TASK_ID or seed=N) first; "
                 "episodes live in WebSocket sessions (/ws), the HTTP /step is stateless"
             )
         obs, reward, terminated, truncated, info = self.env.step(action.message)
