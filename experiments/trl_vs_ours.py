@@ -157,7 +157,9 @@ def main() -> None:
             torch.manual_seed(seed)
             folder, seconds = train(model, lora, args, seed, root / f"{name.split()[0]}-{seed}")
             after = heldout(folder, args.heldout, seed)
-            table.add_row(name, str(seed), _fmt(before), _fmt(after), f"{seconds:.1f}")
+            row = (name, str(seed), _fmt(before), _fmt(after), f"{seconds:.1f}")
+            print(" | ".join(row), flush=True)  # a row survives a later arm's failure
+            table.add_row(*row)
     Console().print(table)
 
 
