@@ -14,27 +14,29 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from agentgym.agent import Action, agent_factory
 from agentgym.bounded_context import BoundedHistory, check_notes
 from agentgym.episode import Usage
 from agentgym.llm.base import ChatClient, ChatRequest, ChatResponse, Message
 from agentgym.llm.factory import make_client, split_spec
-from agentgym.llm.sampling import SamplingSpec, turn_seed
+from agentgym.llm.sampling import RENAMED, SamplingSpec, turn_seed
 from agentgym.policies import POLICIES
 from agentgym.textscan import fenced_blocks
 
 
-class ChatAgentConfig(BaseModel):
-    """How the agent prompts and parses (``--agent openai:gpt-4o?temperature=0.7&max_tokens=512``)."""
+class ChatAgentConfig(SamplingSpec):
+    """How the agent samples, prompts and parses
+    (``--agent openai:gpt-4o?temperature=0.7&max_tokens=512``).
 
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    """None: what the env says one action needs (``action_max_tokens``, 256 by default)."""
-    stop: list[str] | None = None
-    """None: a newline where the env's actions are one line (``one_line_actions``), else none."""
-    context_tokens: int | None = None
+    A :class:`SamplingSpec` itself (``max_tokens``, ``stop``, ``temperature``, ``top_p``), so the
+    sampling keys of an agent spec are the spec's own, flat beside the agent's other options.
+    """
+
+    model_config = ConfigDict(frozen=False)
+
+    max_context_tokens: int | None = Field(default=None, ge=1)
     """Prompt + completion budget; None: the client's model context (8,192 for SmolLM2), or no
     limit where the client does not know it. Longer histories lose their oldest exchanges."""
     demonstration: bool = True
@@ -139,13 +141,12 @@ class ChatAgent:
         self.config = config or ChatAgentConfig()
         base = getattr(env, "unwrapped", env)
         self.system_prompt = "\n\n".join(p for p in (getattr(base, "system_prompt", ""), hint) if p)
-        self.sampling = SamplingSpec.for_env(
-            base, self.config.temperature, max_tokens=self.config.max_tokens, stop=self.config.stop
+        self.sampling = self.config.for_env(base)
+        """The resolved spec, as the trainer's rollouts resolve theirs (``agentgym.llm.sampling``)."""
+        self.max_tokens: int = self.sampling.max_tokens or 0  # resolved: never None
+        self.max_context_tokens = self.config.max_context_tokens or getattr(
+            client, "max_context_tokens", None
         )
-        """The spec the trainer's rollouts use too (``agentgym.llm.sampling``)."""
-        self.max_tokens = self.sampling.max_tokens
-        self.stop = self.sampling.stop or None
-        self.context_tokens = self.config.context_tokens or getattr(client, "context_tokens", None)
         self.free_text_actions = bool(getattr(base, "free_text_actions", False))
         """The env parses the whole reply itself (Social-v0's ``action: offer $5``): an
         ``Action:`` line or a code fence is not cut out of it, as the trainer's rollouts do."""
@@ -213,8 +214,9 @@ class ChatAgent:
         request = ChatRequest(
             messages=messages,
             temperature=self.temperature(),
+            top_p=self.sampling.top_p if self.sampling.top_p < 1.0 else None,
             max_tokens=self.max_tokens,
-            stop=self.stop,
+            stop=list(self.sampling.stop or ()) or None,
             tools=self.tools,
             seed=turn_seed(self.seed, self.turn, attempt),
         )
@@ -228,7 +230,7 @@ class ChatAgent:
 
     def _window(self) -> tuple[list[Message], str | None]:
         """System prompt, few-shot and first observation always; then the newest exchanges: the
-        last ``history_turns`` of them, and only as many as fit ``context_tokens`` with room for
+        last ``history_turns`` of them, and only as many as fit ``max_context_tokens`` with room for
         the reply. Returns the messages and the rule applied when it dropped any."""
         head_n = len(self.few_shot) + bool(self.system_prompt) + 1
         head, tail = self.messages[:head_n], self.messages[head_n:]
@@ -244,15 +246,15 @@ class ChatAgent:
             return self.messages, None
         rule = (
             f"kept system prompt, few-shot and first observation, then the newest exchanges"
-            f" (history_turns={keep}, context_tokens={self.context_tokens},"
+            f" (history_turns={keep}, max_context_tokens={self.max_context_tokens},"
             f" reply max_tokens={self.max_tokens}); dropped the {dropped} oldest messages"
         )
         return head + tail, rule
 
     def _too_long(self, messages: list[Message]) -> bool:
-        budget = (self.context_tokens or 0) - self.max_tokens
+        budget = (self.max_context_tokens or 0) - self.max_tokens
         if (
-            not self.context_tokens
+            not self.max_context_tokens
             or sum(len(str(m.get("content") or "")) for m in messages) < budget
         ):
             return False  # never more tokens than characters: no need to count
@@ -293,6 +295,9 @@ def chat_agent(spec: str, env: Any, hint: str = "") -> ChatAgent:
     """A ChatAgent for ``backend:model?options``; agent options and client options share the query."""
     backend, model, query = split_spec(spec)
     agent_keys = set(ChatAgentConfig.model_fields)
+    for key in query:
+        if key in RENAMED:
+            raise ValueError(f"agent option {key!r} was renamed to {RENAMED[key]!r}")
     config = ChatAgentConfig.model_validate({k: v for k, v in query.items() if k in agent_keys})
     client_options = {k: v for k, v in query.items() if k not in agent_keys}
     client = make_client(f"{backend}:{model}", **client_options)  # no re-encoding of values

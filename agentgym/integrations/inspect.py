@@ -26,7 +26,6 @@ from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr  # n
 from inspect_ai.solver import Generate, Solver, TaskState, solver  # noqa: E402
 
 from agentgym.chat_agent import ChatAgentConfig, FormatError, parse_action  # noqa: E402
-from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make  # noqa: E402
 from agentgym.runner import episode_seed  # noqa: E402
 from agentgym.task import Task as AgentgymTask  # noqa: E402
@@ -56,11 +55,11 @@ def suite_dataset(suite: str | TaskSuite, limit: int | None = None) -> MemoryDat
 
 def sampling_config(env_id: str) -> GenerateConfig:
     """Inspect's generation settings from the env's sampling spec (as ``agentgym eval`` uses)."""
-    spec = SamplingSpec.for_env(make(env_id).unwrapped, ChatAgentConfig().temperature)
+    spec = ChatAgentConfig().for_env(make(env_id))
     return GenerateConfig(
         temperature=spec.temperature,
         max_tokens=spec.max_tokens,
-        stop_seqs=list(spec.stop) or None,
+        stop_seqs=list(spec.stop or ()) or None,
         seed=0,
     )
 

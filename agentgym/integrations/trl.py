@@ -36,6 +36,7 @@ require("agentgym.integrations.trl", "trl", "torch", "transformers", "datasets")
 import torch  # noqa: E402
 
 from agentgym.chat_agent import FormatError, parse_action  # noqa: E402
+from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make, spec  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
@@ -83,7 +84,7 @@ class AgentgymRollout:
     """``rollout_func`` for ``GRPOTrainer``: plays one episode of ``env_id`` per prompt (a task
     id of ``suite``), all episodes of a call in one generation batch per turn.
 
-    ``max_turns`` bounds an episode's actions, ``max_new_tokens`` one action (default: the env's
+    ``max_turns`` bounds an episode's actions, ``max_tokens`` one action (default: the env's
     ``action_max_tokens``, as ``agentgym eval``'s chat agent); TRL's ``max_completion_length`` its
     completion (sampled and observation tokens together): an episode whose next turn would not
     fit ends there, unfinished, with the reward it earned so far.
@@ -96,7 +97,7 @@ class AgentgymRollout:
         max_turns: int = 8,
         env_kwargs: dict[str, Any] | None = None,
         system_prompt: bool = True,
-        max_new_tokens: int | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.env_id = env_id
         self.cls = spec(env_id).load()
@@ -105,7 +106,7 @@ class AgentgymRollout:
             raise ValueError(f"{env_id} has no default suite: pass suite=")
         self.suite = TaskSuite.load(name) if isinstance(name, str) else name
         self.max_turns = max_turns
-        self.max_new_tokens = max_new_tokens or int(getattr(self.cls, "action_max_tokens", 256))
+        self.max_tokens = SamplingSpec(max_tokens=max_tokens).for_env(self.cls).max_tokens or 0
         self.env_kwargs = dict(env_kwargs or {})
         self.use_system_prompt = system_prompt
         self.envs: list[Any] = []
@@ -147,7 +148,7 @@ class AgentgymRollout:
         system = getattr(self.cls, "system_prompt", "")
         free_text = bool(getattr(self.cls, "free_text_actions", False))
         budget = int(trainer.max_completion_length)
-        per_turn = min(self.max_new_tokens, budget)
+        per_turn = min(self.max_tokens, budget)
         episodes = []
         for i, (task, seed) in enumerate(zip(tasks, seeds, strict=True)):
             obs, _ = self._env(i).reset(seed=seed, options={"task": task})
@@ -203,7 +204,7 @@ class AgentgymRollout:
         ep.logprobs += [0.0] * len(turn)
 
     def _generate(
-        self, contexts: list[list[int]], max_new_tokens: int, trainer: Any
+        self, contexts: list[list[int]], max_tokens: int, trainer: Any
     ) -> list[tuple[list[int], list[float]]]:
         """Sample one turn for each context with the trainer's model (as TRL's own transformers
         path generates); each result is cut after its first EOS, with its logprobs."""
@@ -218,7 +219,7 @@ class AgentgymRollout:
         attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
         device = trainer.accelerator.device
         config = copy.deepcopy(trainer.generation_config)
-        config.max_new_tokens = max_new_tokens
+        config.max_new_tokens = max_tokens  # transformers' name
         config.output_scores = config.return_dict_in_generate = True
         eos = set(trainer.eos_token_ids)
         with (
@@ -262,7 +263,7 @@ def grpo_trainer(
     limit: int | None = None,
     max_turns: int = 8,
     env_kwargs: dict[str, Any] | None = None,
-    max_new_tokens: int | None = None,
+    max_tokens: int | None = None,
     **kwargs: Any,
 ) -> Any:
     """A ``GRPOTrainer`` on ``env_id``: the suite's tasks as its dataset, :class:`AgentgymRollout`
@@ -270,7 +271,7 @@ def grpo_trainer(
     ``processing_class``, ``peft_config`` ...)."""
     from trl import GRPOTrainer
 
-    rollout = AgentgymRollout(env_id, suite, max_turns, env_kwargs, max_new_tokens=max_new_tokens)
+    rollout = AgentgymRollout(env_id, suite, max_turns, env_kwargs, max_tokens=max_tokens)
     return GRPOTrainer(
         model=model,
         reward_funcs=env_reward,

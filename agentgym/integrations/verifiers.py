@@ -24,7 +24,6 @@ require("the verifiers adapter", "verifiers")
 import verifiers.v1 as vf  # noqa: E402
 
 from agentgym.chat_agent import ChatAgentConfig, FormatError, parse_action  # noqa: E402
-from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make  # noqa: E402
 from agentgym.runner import episode_seed  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
@@ -139,7 +138,7 @@ class AgentgymEnv(vf.Env[AgentgymEnvConfig]):
 def sampling(env_id: str) -> dict[str, Any]:
     """The sampling ``agentgym eval``'s chat agent uses on ``env_id`` (temperature 0, the env's
     ``action_max_tokens``, a newline stop for one-line actions), for ``vf-eval --sampling.*``."""
-    spec = SamplingSpec.for_env(make(env_id).unwrapped, ChatAgentConfig().temperature)
+    spec = ChatAgentConfig().for_env(make(env_id))
     return {"temperature": spec.temperature, "max_tokens": spec.max_tokens} | (
         {"stop": list(spec.stop)} if spec.stop else {}
     )

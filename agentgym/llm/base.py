@@ -18,6 +18,9 @@ class ChatRequest(BaseModel):
     messages: list[Message]
     model: str = ""
     temperature: float = 0.0
+    top_p: float | None = None
+    """None: the backend's own (1.0 everywhere); left out of the cache key then, so a cache
+    written before requests carried it still answers."""
     max_tokens: int | None = 512
     stop: list[str] | None = None
     tools: list[dict[str, Any]] | None = None

@@ -16,8 +16,10 @@ from agentgym.llm.base import ChatRequest, ChatResponse
 
 
 def cache_key(backend: str, request: ChatRequest) -> str:
-    """sha256 of the backend and the canonical JSON of the whole request."""
-    return hashlib.sha256(f"{backend}\n{request.model_dump_json()}".encode()).hexdigest()
+    """sha256 of the backend and the canonical JSON of the whole request (an unset ``top_p``
+    left out, as requests were before they carried it)."""
+    text = request.model_dump_json(exclude={"top_p"} if request.top_p is None else None)
+    return hashlib.sha256(f"{backend}\n{text}".encode()).hexdigest()
 
 
 class LLMCache:

@@ -21,6 +21,7 @@ from agentgym.llm.cache import LLMCache, cache_key
 from agentgym.llm.engine import Dtype, EngineName
 from agentgym.llm.ratelimit import RateLimiter
 from agentgym.llm.retry import RetryPolicy, call_with_retries
+from agentgym.llm.sampling import SamplingSpec
 from agentgym.redact import remember_secret, scrub_exception
 from agentgym.safetext import clean
 from agentgym.textscan import remove_spans, tag_spans
@@ -209,7 +210,7 @@ class HFClient(BaseClient):
             self.options.dtype,
             kv_cache_gb=self.options.kv_cache_gb,
         )
-        self.context_tokens: int | None = self.engine.context_tokens
+        self.max_context_tokens: int | None = self.engine.max_context_tokens
         """The model's context window: agents cut longer histories to fit it."""
 
     def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> int:
@@ -218,12 +219,16 @@ class HFClient(BaseClient):
 
     def _call(self, request: ChatRequest) -> ChatResponse:
         prompt = self.engine.render(request.messages, request.tools)
+        sampling = SamplingSpec(
+            max_tokens=request.max_tokens,
+            stop=tuple(request.stop or ()),
+            temperature=request.temperature,
+            top_p=1.0 if request.top_p is None else request.top_p,
+        )
         futures = [
             self.engine.submit(
                 prompt,
-                max_new_tokens=request.max_tokens or 256,
-                stop=request.stop,
-                temperature=request.temperature,
+                sampling,
                 seed=None if request.seed is None else request.seed + i,
             )
             for i in range(request.n)
@@ -318,6 +323,7 @@ def _openai_params(request: ChatRequest) -> dict[str, Any]:
     }
     optional = {
         "max_tokens": request.max_tokens,
+        "top_p": request.top_p,
         "stop": request.stop,
         "tools": request.tools,
         "seed": request.seed,

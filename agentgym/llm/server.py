@@ -47,6 +47,7 @@ from agentgym.llm.recording import (
     RecordingError,
     without_eos,
 )
+from agentgym.llm.sampling import SamplingSpec
 
 INT64 = 2**63
 MAX_BODY_BYTES = 8 * 2**20
@@ -184,7 +185,7 @@ def create_app(
                 f"The model {body.model!r} does not exist; this server serves {model_name!r}",
                 "model_not_found",
             )
-        _check_prompt_size(body, engine.context_tokens, longest)  # cheap: on the loop
+        _check_prompt_size(body, engine.max_context_tokens, longest)  # cheap: on the loop
         if recorder is not None:
             gens = await _recorded(recorder, engine, body, request, _generate)
         else:
@@ -197,15 +198,17 @@ def create_app(
     async def _generate(
         body: ChatCompletionRequest, request: Request, prompt: list[int], keep_eos: bool = False
     ) -> list[Generation]:
-        max_tokens = _max_tokens(body, len(prompt), engine.context_tokens, default_max_tokens)
-        temperature = 0.0 if body.temperature < GREEDY_BELOW else body.temperature
+        max_tokens = _max_tokens(body, len(prompt), engine.max_context_tokens, default_max_tokens)
+        sampling = SamplingSpec(
+            max_tokens=max_tokens,
+            stop=tuple(body.stop or ()),
+            temperature=0.0 if body.temperature < GREEDY_BELOW else body.temperature,
+            top_p=body.top_p,
+        )
         futures = [
             engine.submit(
                 prompt,
-                max_new_tokens=max_tokens,
-                stop=body.stop,
-                temperature=temperature,
-                top_p=body.top_p,
+                sampling,
                 seed=choice_seed(body.seed, i),
                 timeout_s=request_timeout_s,
                 keep_eos=keep_eos,

@@ -35,10 +35,10 @@ from agentgym.train.algorithm import (
 )
 from agentgym.train.batch import Batch, build_batch, token_weights
 from agentgym.train.chat import ChatFormat
-from agentgym.train.config import TrainConfig, load_config
+from agentgym.train.config import RolloutConfig, TrainConfig, load_config
 from agentgym.train.credit import CreditContext, get_credit, reads, register_credit
 from agentgym.train.episode import TokenEpisode, Turn
-from agentgym.train.rollout import Job, Sampling, collect
+from agentgym.train.rollout import Job, collect
 from agentgym.train.trainer import Trainer
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "CreditContext",
     "CreditOptions",
     "Job",
-    "Sampling",
+    "RolloutConfig",
     "TokenEpisode",
     "Trainer",
     "TrainConfig",

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from agentgym.bounded_context import check_notes
+from agentgym.llm.sampling import MaxTokens, SamplingSpec, Temperature
 from agentgym.train import config_yaml
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.config_errors import one_line
@@ -97,8 +98,15 @@ class EnvConfig(_Strict):
         return self
 
 
-class RolloutConfig(_Strict):
-    """How episodes are sampled."""
+class RolloutConfig(SamplingSpec, _Strict):
+    """How episodes are sampled and how long they may run.
+
+    A :class:`~agentgym.llm.sampling.SamplingSpec` itself (``max_tokens``, ``stop``,
+    ``temperature``, ``top_p``, flat keys of this section as of an agent spec's query), resolved
+    for the env as ``agentgym eval``'s agent resolves its own; only two defaults differ.
+    """
+
+    model_config = ConfigDict(frozen=False, extra="forbid", allow_inf_nan=False)
 
     tasks_per_step: int = Field(default=8, ge=1, le=BIG)
     """Distinct tasks per training step."""
@@ -106,12 +114,10 @@ class RolloutConfig(_Strict):
     """Episodes per task (GRPO's group)."""
     max_turns: int = Field(default=8, ge=1, le=BIG)
     """Turn limit of an episode (the env's own limit may end it sooner)."""
-    max_new_tokens: int = Field(default=32, ge=1, le=BIG)
-    """Tokens per action."""
-    temperature: float = Field(default=1.0, ge=0.0, le=100.0)
+    max_tokens: MaxTokens | None = 32
+    """Tokens per action (None: the env's ``action_max_tokens``)."""
+    temperature: Temperature = 1.0
     """Sampling temperature (1.0 keeps the recorded logprobs those of the policy itself)."""
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    """Nucleus sampling."""
     max_context_tokens: int = Field(default=4096, ge=16, le=BIG)
     """An episode whose context would exceed this ends with status ``limit``."""
     history: int | None = Field(default=None, ge=0, le=BIG)

@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agentgym.llm.sampling import renamed_key
+
 
 def one_line(
     e: ValidationError, model: type[BaseModel], source: Callable[[str, str], str] | None = None
@@ -102,6 +104,8 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 def _unknown_key(loc: list[str], allowed: list[str] | None) -> str:
     if allowed is None:
         return "unknown key"
+    if new := renamed_key(loc[-1], allowed):
+        return f"renamed to {'.'.join([*loc[:-1], new])}"
     close = difflib.get_close_matches(loc[-1], allowed, n=1, cutoff=0.6)
     hint = f", did you mean {'.'.join([*loc[:-1], close[0]])}?" if close else ""
     return f"unknown key{hint} (allowed: {', '.join(allowed)})"

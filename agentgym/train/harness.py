@@ -24,14 +24,18 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentgym.episode import Episode, Step
 from agentgym.harness import ENV_VAR
 from agentgym.llm.recording import Recorder
+from agentgym.llm.sampling import SamplingSpec
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.recorded import episode_from_calls
-from agentgym.train.rollout import Job, RolloutStats, Sampling
+from agentgym.train.rollout import Job, RolloutStats
+
+if TYPE_CHECKING:
+    from agentgym.train.config import RolloutConfig
 
 STDERR_TAIL = 2000
 """Characters of a failed harness's stderr kept in its episode's error."""
@@ -88,9 +92,10 @@ class HarnessRollouts:
         self._episodes = 0
 
     def collect(
-        self, jobs: list[Job], sampling: Sampling
+        self, jobs: list[Job], rollout: RolloutConfig, sampling: SamplingSpec
     ) -> tuple[list[TokenEpisode], RolloutStats]:
-        """Run the harness once per job (``parallel`` at a time); episodes in job order."""
+        """Run the harness once per job (``parallel`` at a time); episodes in job order, each
+        at most ``rollout.max_turns`` turns, its actions asked for as ``sampling`` says."""
         stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
         out: list[TokenEpisode | None] = [None] * len(jobs)
         pending = list(enumerate(jobs))
@@ -99,7 +104,7 @@ class HarnessRollouts:
             while pending or running:
                 while pending and len(running) < self.parallel:
                     i, job = pending.pop(0)
-                    running.append(self._start(i, job, sampling, Path(tmp)))
+                    running.append(self._start(i, job, rollout.max_turns, sampling, Path(tmp)))
                 time.sleep(0.02)
                 for r in [r for r in running if self._over(r)]:
                     running.remove(r)
@@ -112,17 +117,19 @@ class HarnessRollouts:
         stats.generate_s = stats.wall_s
         return episodes, stats
 
-    def _start(self, index: int, job: Job, sampling: Sampling, tmp: Path) -> _Running:
+    def _start(
+        self, index: int, job: Job, max_turns: int, sampling: SamplingSpec, tmp: Path
+    ) -> _Running:
         self._episodes += 1
         session = f"ep{self._episodes}-{job.task.id}-{job.sample}"[:180]
-        self.recorder.open(session, max_calls=4 * sampling.max_turns + 8)
+        self.recorder.open(session, max_calls=4 * max_turns + 8)
         result = tmp / f"{self._episodes}.result.json"
         spec = {
             "base_url": self.url,
             "session": session,
             "model": "policy",
             "sampling": _sampling(sampling),
-            "max_turns": sampling.max_turns,
+            "max_turns": max_turns,
             "env_id": self.env_id,
             "env_kwargs": self.env_kwargs,
             "task": job.task.model_dump(mode="json"),
@@ -212,10 +219,10 @@ class HarnessRollouts:
         self.recorder.close()
 
 
-def _sampling(sampling: Sampling) -> dict[str, Any]:
+def _sampling(sampling: SamplingSpec) -> dict[str, Any]:
     """``chat.completions.create`` keyword arguments of the rollout's sampling."""
     out: dict[str, Any] = {
-        "max_tokens": sampling.max_new_tokens,
+        "max_tokens": sampling.max_tokens,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
     }

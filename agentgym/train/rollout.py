@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentgym.bounded_context import BoundedHistory
 from agentgym.chat_agent import FormatError, parse_action
@@ -30,6 +30,9 @@ from agentgym.train.chat import ChatFormat
 from agentgym.train.envpool import EnvPool, Outcome
 from agentgym.train.episode import TokenEpisode, Turn
 
+if TYPE_CHECKING:
+    from agentgym.train.config import RolloutConfig
+
 
 @dataclass(frozen=True)
 class Job:
@@ -39,45 +42,6 @@ class Job:
     group: str
     sample: int
     seed: int
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How actions are sampled and how long episodes may run."""
-
-    max_turns: int = 8
-    max_new_tokens: int = 32
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_context_tokens: int = 4096
-    history: int | None = None
-    """Bounded context (:mod:`agentgym.bounded_context`): every turn a fresh prompt of the task, the last
-    ``history`` steps, the observation and the admissible actions; None: one growing chat."""
-    notes: str | None = None
-    """Notes in the bounded context (:data:`agentgym.bounded_context.NOTES`)."""
-    stop: tuple[str, ...] = ()
-    """Stop strings (``"\n"`` for an env with one-line actions: see :meth:`from_spec`)."""
-
-    @classmethod
-    def from_spec(
-        cls,
-        spec: SamplingSpec,
-        max_turns: int = 8,
-        max_context_tokens: int = 4096,
-        history: int | None = None,
-        notes: str | None = None,
-    ) -> Sampling:
-        """Rollouts that sample actions as ``agentgym eval``'s ChatAgent does for the same env."""
-        return cls(
-            max_turns,
-            spec.max_tokens,
-            spec.temperature,
-            spec.top_p,
-            max_context_tokens,
-            history,
-            notes,
-            tuple(spec.stop),
-        )
 
 
 @dataclass
@@ -143,24 +107,30 @@ def collect(
     chat: ChatFormat,
     pool: EnvPool,
     jobs: list[Job],
-    sampling: Sampling,
+    rollout: RolloutConfig,
+    sampling: SamplingSpec,
     seed: int,
     picker: AdapterPicker | None = None,
 ) -> tuple[list[TokenEpisode], RolloutStats]:
-    """Roll out every job to the end; return the episodes in job order and the throughput."""
+    """Roll out every job to the end; return the episodes in job order and the throughput.
+
+    ``rollout`` bounds the episodes (``max_turns``, ``max_context_tokens``) and shapes their
+    prompts (``history``, ``notes``); ``sampling`` draws every action: resolved for the env
+    (the trainer's: ``rollout.for_env(env)``, at its eval temperature for held-out runs).
+    """
     stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
     live = [_Live(_new_episode(job, pool)) for job in jobs]
     t0 = time.perf_counter()
     resets = pool.reset([(job.task, job.seed) for job in jobs])
     stats.env_s += time.perf_counter() - t0
     for lv, out in zip(live, resets, strict=True):
-        lv.bounded = BoundedHistory.maybe(sampling.history, sampling.notes)
+        lv.bounded = BoundedHistory.maybe(rollout.history, rollout.notes)
         _start(lv, out, chat, pool.system_prompt)
         if picker is not None and lv.ep.ok:
             lv.pick_state = picker.start(lv.ep.episode.instruction)
     active = [i for i, lv in enumerate(live) if lv.ep.ok]
-    for turn in range(sampling.max_turns):
-        active = [i for i in active if _fits(live[i], sampling)]
+    for turn in range(rollout.max_turns):
+        active = [i for i in active if _fits(live[i], sampling, rollout.max_context_tokens)]
         if not active:
             break
         if picker is not None:
@@ -211,16 +181,16 @@ def _start(lv: _Live, out: Outcome, chat: ChatFormat, system: str) -> None:
     lv.last_observation = out.observation
 
 
-def _fits(lv: _Live, sampling: Sampling) -> bool:
+def _fits(lv: _Live, sampling: SamplingSpec, max_context_tokens: int) -> bool:
     length = len(lv.ep.ids) - lv.context_start
-    return length + sampling.max_new_tokens <= sampling.max_context_tokens
+    return length + (sampling.max_tokens or 0) <= max_context_tokens
 
 
 def _act(
     engine: Any,
     live: list[_Live],
     active: list[int],
-    sampling: Sampling,
+    sampling: SamplingSpec,
     seeds: dict[int, int],
     stats: RolloutStats,
     pool: EnvPool,
@@ -272,20 +242,12 @@ def _seed(job: Job, turn: int) -> int:
 def _generate(
     engine: Any,
     prompts: list[list[int]],
-    sampling: Sampling,
+    sampling: SamplingSpec,
     slots: list[int],
     seeds: dict[int, int],
 ) -> list[Any]:
     return list(
-        engine.generate_batch(
-            prompts,
-            max_new_tokens=sampling.max_new_tokens,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            seeds=[seeds[i] for i in slots],
-            keep_eos=True,
-            stop=list(sampling.stop) or None,
-        )
+        engine.generate_batch(prompts, sampling, seeds=[seeds[i] for i in slots], keep_eos=True)
     )
 
 

@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from agentgym.llm.engine.precision import warn_if_emulated_bf16
-from agentgym.llm.sampling import SamplingSpec
 from agentgym.registry import spec as spec_of
 from agentgym.task import Task, TaskSuite
 from agentgym.train import checkpoint, heldout, sft
@@ -39,7 +38,7 @@ from agentgym.train.policy import (
     load_model,
     load_tokenizer,
 )
-from agentgym.train.rollout import Job, RolloutStats, Sampling, collect, derive_seed
+from agentgym.train.rollout import Job, RolloutStats, collect, derive_seed
 from agentgym.train.runlog import RunLog
 
 
@@ -226,10 +225,8 @@ class Trainer:
         picks greedily.
         """
         r = self.cfg.rollout
-        spec = SamplingSpec.for_env(
-            spec_of(self.cfg.env.id).load(), temperature, r.top_p, max_tokens=r.max_new_tokens
-        )  # the env's stops, as agentgym eval's agent uses them
-        sampling = Sampling.from_spec(spec, r.max_turns, r.max_context_tokens, r.history, r.notes)
+        env = spec_of(self.cfg.env.id).load()  # the env's stops, as agentgym eval's agent's
+        sampling = r.for_env(env, temperature=temperature)
         picker = self.policy.adapter_picker(self.step, explore, seed)
         engine = self.engine
         if self._weights_changed:  # the weights of the last update
@@ -240,8 +237,8 @@ class Trainer:
         try:
             with self._autocast():
                 if r.harness is not None:
-                    return self.harness.collect(jobs, sampling)
-                return collect(self.engine, self.chat, self.pool, jobs, sampling, seed, picker)
+                    return self.harness.collect(jobs, r, sampling)
+                return collect(self.engine, self.chat, self.pool, jobs, r, sampling, seed, picker)
         finally:
             self.model.train()
 

@@ -417,9 +417,9 @@ def route_logprobs(
 class PAMoEAgent:
     """Acts with a PA-MoE policy: route the step, switch the adapter, generate, parse."""
 
-    def __init__(self, policy: PAMoEPolicy, env: Any = None, max_new_tokens: int = 64) -> None:
+    def __init__(self, policy: PAMoEPolicy, env: Any = None, max_tokens: int = 64) -> None:
         base = getattr(env, "unwrapped", env)
-        self.policy, self.max_new_tokens = policy, max_new_tokens
+        self.policy, self.max_tokens = policy, max_tokens
         self.system_prompt: str = getattr(base, "system_prompt", "")
         self.name = "pa_moe"
         self.routes: list[Route] = []
@@ -453,7 +453,7 @@ class PAMoEAgent:
         out = model.generate(
             input_ids=torch.tensor([ids]),
             attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=self.max_tokens,  # transformers' name
             do_sample=False,
             pad_token_id=tok.pad_token_id,
             eos_token_id=tok.eos_token_id,

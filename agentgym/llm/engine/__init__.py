@@ -7,17 +7,21 @@ Public interface (every engine: :class:`~agentgym.llm.engine.base.Engine`)::
     engine = LocalEngine(path, max_batch_size=32, device="cpu", prefix_cache_mb=4096)
 
     engine.render(messages, tools) -> list[int]            # prompt ids via the chat template
-    engine.submit(prompt_ids, max_new_tokens=256, stop=None, temperature=0.0, top_p=1.0,
-                  seed=None, timeout_s=None, keep_eos=False) -> Future[Generation]  # any thread
-    engine.generate(prompt_ids, **same) -> Generation      # blocking submit
-    engine.generate_batch(prompts, max_new_tokens=256, temperature=0.0, top_p=1.0,
-                          seed=None, keep_eos=False, stop=None, seeds=None) -> list[Generation]
+    engine.submit(prompt_ids, sampling=SamplingSpec(), seed=None, timeout_s=None,
+                  keep_eos=False) -> Future[Generation]    # any thread
+    engine.generate(prompt_ids, sampling, **same) -> Generation   # blocking submit
+    engine.generate_batch(prompts, sampling=SamplingSpec(), seed=None, keep_eos=False,
+                          seeds=None) -> list[Generation]
     engine.sync_weights(model)                             # after the weights change
     engine.clear_prefix_cache()
     engine.cancel_all(reason); engine.close()
-    engine.context_tokens, engine.tokenizer, engine.stats (EngineStats), engine.shares_weights
+    engine.max_context_tokens, engine.tokenizer, engine.stats (EngineStats), engine.shares_weights
 
     Generation(text, token_ids, logprobs, finish_reason in {"stop", "length"}, prompt_tokens)
+
+``sampling`` is a :class:`~agentgym.llm.sampling.SamplingSpec` (``max_tokens``, ``stop``,
+``temperature``, ``top_p``; re-exported here); settings it leaves None mean 256 tokens and no stop.
+Rows whose temperature and top-p agree (:attr:`SamplingSpec.batch_key`) are sampled together.
 
 Seeds: a request's seed alone fixes its draws (``seeds[i]`` for prompt ``i`` of
 ``generate_batch``; ``seed + i`` when only ``seed`` is given), so a seeded request gives the same
@@ -25,7 +29,7 @@ text alone or in any batch. ``keep_eos=True`` keeps the end-of-sequence token th
 generation in ``token_ids`` and ``logprobs`` (a trainer needs it: stopping is an action).
 
 Layout (nano-vllm's): ``base`` (this interface, written once for every engine), ``request``
-(Generation, SamplingParams, the queued request), ``scheduler`` (what runs next),
+(Generation, the queued request), ``scheduler`` (what runs next),
 ``model_runner`` (one forward over a batch), ``sampler``, ``kv_cache`` (per-sequence keys and
 values, prefix blocks shared across requests), ``llm_engine`` (:class:`LocalEngine`, the loop
 tying them together), ``fallback`` and ``fallback_cache`` (:class:`FallbackEngine`:
@@ -47,7 +51,8 @@ from agentgym.llm.engine.loader import (
     require_engine,
 )
 from agentgym.llm.engine.precision import DTYPES, Dtype, check_dtype, native_bf16
-from agentgym.llm.engine.request import EngineClosed, EngineStats, Generation, SamplingParams
+from agentgym.llm.engine.request import EngineClosed, EngineStats, Generation
+from agentgym.llm.sampling import SamplingSpec
 
 _CLASSES = {
     "LocalEngine": "agentgym.llm.engine.llm_engine",
@@ -76,7 +81,7 @@ __all__ = [
     "FallbackEngine",
     "Generation",
     "LocalEngine",
-    "SamplingParams",
+    "SamplingSpec",
     "VLLMEngine",
     "check_dtype",
     "check_engine",

@@ -31,6 +31,10 @@ from agentgym.llm.engine.request import (
     prompt_seeds,
     render_chat,
 )
+from agentgym.llm.sampling import SamplingSpec
+
+DEFAULT_SAMPLING = SamplingSpec()
+"""256 tokens, no stop, greedy."""
 
 
 class Engine(ABC):
@@ -47,7 +51,7 @@ class Engine(ABC):
     _queue: queue.Queue[Any]
 
     @property
-    def context_tokens(self) -> int:
+    def max_context_tokens(self) -> int:
         """The most tokens (prompt and completion together) the model can attend over."""
         return context_length(self.model, self.tokenizer)
 
@@ -60,42 +64,38 @@ class Engine(ABC):
     def submit(
         self,
         prompt_ids: list[int],
-        max_new_tokens: int = 256,
-        stop: list[str] | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
+        sampling: SamplingSpec = DEFAULT_SAMPLING,
         seed: int | None = None,
         timeout_s: float | None = None,
         keep_eos: bool = False,
     ) -> Future[Generation]:
-        """Queue one generation from any thread.
+        """Queue one generation from any thread, sampled as ``sampling`` says.
 
         Cancel the future to stop the generation (at its next step, or before it starts); past
         ``timeout_s`` it stops the same way and the future fails with :class:`TimeoutError`.
         A seeded request samples from its own generator: the same text alone or in any batch.
         """
-        request = make_request(prompt_ids, max_new_tokens, stop, temperature, top_p, seed)
+        request = make_request(prompt_ids, sampling, seed)
         request.keep_eos, request.timeout_s, request.watched = keep_eos, timeout_s, True
         request.deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self._enqueue([request])
         return request.future
 
-    def generate(self, prompt_ids: list[int], **kwargs: Any) -> Generation:
+    def generate(
+        self, prompt_ids: list[int], sampling: SamplingSpec = DEFAULT_SAMPLING, **kwargs: Any
+    ) -> Generation:
         """Blocking :meth:`submit`."""
-        return self.submit(prompt_ids, **kwargs).result()
+        return self.submit(prompt_ids, sampling, **kwargs).result()
 
     def generate_batch(
         self,
         prompts: list[list[int]],
-        max_new_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
+        sampling: SamplingSpec = DEFAULT_SAMPLING,
         seed: int | None = None,
         keep_eos: bool = False,
-        stop: list[str] | None = None,
         seeds: list[int] | None = None,
     ) -> list[Generation]:
-        """Generate for every prompt; results in order.
+        """Generate for every prompt, each sampled as ``sampling`` says; results in order.
 
         Prompt ``i`` samples with ``seeds[i]`` (else ``seed + i``): its text depends on its seed
         alone, not on the batch. ``keep_eos=True`` keeps the end-of-sequence token that stopped a
@@ -104,7 +104,7 @@ class Engine(ABC):
         """
         requests = []
         for prompt, s in zip(prompts, prompt_seeds(len(prompts), seed, seeds), strict=True):
-            request = make_request(prompt, max_new_tokens, stop, temperature, top_p, s)
+            request = make_request(prompt, sampling, s)
             request.keep_eos = keep_eos
             requests.append(request)
         return self._run_batch(requests)

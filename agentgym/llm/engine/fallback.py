@@ -39,8 +39,9 @@ from typing import Any
 from agentgym.llm.engine.base import Engine, load_checkpoint
 from agentgym.llm.engine.fallback_cache import KV, Hit, Layout, PrefixCache, batch_cache, row_kv
 from agentgym.llm.engine.memory import budget_bytes, bytes_per_token
-from agentgym.llm.engine.request import Generation, SamplingParams, finish
+from agentgym.llm.engine.request import Generation, finish
 from agentgym.llm.engine.request import Request as _Request
+from agentgym.llm.sampling import SamplingSpec
 
 
 class FallbackEngine(Engine):
@@ -120,7 +121,7 @@ class FallbackEngine(Engine):
 
     def _enable_prefix_cache(self, megabytes: int, kv_cache_gb: float | None) -> None:
         per_token = bytes_per_token(self.model)
-        budget = budget_bytes(kv_cache_gb, self.model, per_token, self.context_tokens)
+        budget = budget_bytes(kv_cache_gb, self.model, per_token, self.max_context_tokens)
         if megabytes > 0 and _cache_api() is not None:
             self.prefix_cache = PrefixCache(min(megabytes << 20, budget))
 
@@ -148,11 +149,11 @@ class FallbackEngine(Engine):
             if not batch:
                 continue
             started = time.monotonic()
-            groups: dict[SamplingParams, list[_Request]] = defaultdict(list)
-            for request in batch:
-                groups[request.sampling].append(request)
-            for sampling, group in groups.items():
-                self._run_guarded(sampling, group)
+            groups: dict[tuple[float, float], list[_Request]] = defaultdict(list)
+            for request in batch:  # rows differing only in token limits and stops run together
+                groups[request.sampling.batch_key].append(request)
+            for group in groups.values():
+                self._run_guarded(group[0].sampling, group)
             self._last_rows, self._last_run_s = len(batch), time.monotonic() - started
 
     def _collect(self) -> list[_Request]:
@@ -195,7 +196,7 @@ class FallbackEngine(Engine):
                 )
         return live
 
-    def _run_guarded(self, sampling: SamplingParams, group: list[_Request]) -> None:
+    def _run_guarded(self, sampling: SamplingSpec, group: list[_Request]) -> None:
         """Run a group; if it fails, run its requests one at a time so only the culprit fails."""
         self._running = group
         try:
@@ -217,11 +218,11 @@ class FallbackEngine(Engine):
         return None if self.prefix_cache is None else self.prefix_cache.match(prompt)
 
     # ------------------------------------------------------------------ one batch
-    def _run(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
+    def _run(self, sampling: SamplingSpec, group: list[_Request]) -> list[Generation]:
         with self._lock:
             return self._run_locked(sampling, group)
 
-    def _run_locked(self, sampling: SamplingParams, group: list[_Request]) -> list[Generation]:
+    def _run_locked(self, sampling: SamplingSpec, group: list[_Request]) -> list[Generation]:
         self.batch_sizes.append(len(group))
         hits = [self._match(r.prompt_ids) for r in group]
         rows = [_Row(r, self._generator(r.seed, sampling)) for r in group]
@@ -237,7 +238,7 @@ class FallbackEngine(Engine):
         self._count(gens, sum(_length(h) for h in hits))
         return gens
 
-    def _decode(self, sampling: SamplingParams, rows: list[_Row]) -> None:
+    def _decode(self, sampling: SamplingSpec, rows: list[_Row]) -> None:
         """Generate every row to its end, in rounds of doubling length when there is a cache.
 
         ``generate`` computes a stopped row until the whole batch stops: one agent that never
@@ -251,7 +252,7 @@ class FallbackEngine(Engine):
             self._generate(sampling, live, None if whole else chunk)
             live, chunk = [row for row in live if not row.done], chunk * 2
 
-    def _generate(self, sampling: SamplingParams, rows: list[_Row], limit: int | None) -> None:
+    def _generate(self, sampling: SamplingSpec, rows: list[_Row], limit: int | None) -> None:
         """One ``generate`` call over ``rows`` (at most ``limit`` steps), prefixes from the cache."""
         torch = self._torch
         prompts = [row.prompt_ids for row in rows]
@@ -297,7 +298,7 @@ class FallbackEngine(Engine):
         if cache is not None:
             self._remember(prompts, new, hits, batch, cache)
 
-    def _generator(self, seed: int | None, sampling: SamplingParams) -> Any:
+    def _generator(self, seed: int | None, sampling: SamplingSpec) -> Any:
         """A row's own random stream (seeded, or drawn from torch's global generator)."""
         if sampling.temperature <= 0:
             return None
@@ -405,7 +406,7 @@ class _Row:
 
     @property
     def left(self) -> int:
-        return self.request.max_new_tokens - len(self.tokens)
+        return self.request.max_tokens - len(self.tokens)
 
     def take(
         self, tokens: list[int], logprobs: list[float], stopped_at: int | None, ends: set[int]
@@ -438,7 +439,7 @@ class _Sampler:
     the token shows up in ``input_ids``; only one step's distribution is kept in memory.
     """
 
-    def __init__(self, sampling: SamplingParams, generators: list[Any]) -> None:
+    def __init__(self, sampling: SamplingSpec, generators: list[Any]) -> None:
         self.sampling = sampling
         self.generators = generators
         self.last: Any = None

@@ -93,7 +93,7 @@ class LocalEngine(Engine):
         self._attach(model, tokenizer, path, device, max_batch_size)
         self.runner = LlamaRunner(model, device)
         self.cache = self.runner.new_cache()
-        context = self.context_tokens
+        context = self.max_context_tokens
         self.memory_bytes = budget_bytes(kv_cache_gb, model, self.cache.nbytes_per_token(), context)
         """The budget of the slots and prefix blocks together (:mod:`~agentgym.llm.engine.memory`)."""
         self.cache.max_bytes = self.memory_bytes
@@ -233,7 +233,7 @@ class LocalEngine(Engine):
 
     def _stopped(self, seq: Sequence, token: int) -> bool:
         request = seq.request
-        if token in self._ends or len(seq.tokens) >= request.max_new_tokens:
+        if token in self._ends or len(seq.tokens) >= request.max_tokens:
             return True
         stops = [s for s in request.stop if s]
         if not stops:

@@ -1,4 +1,5 @@
-"""What a caller hands the engine and gets back: a request, its sampling, its result.
+"""What a caller hands the engine and gets back: a request (its sampling a
+:class:`~agentgym.llm.sampling.SamplingSpec`), its result.
 
 Shared by every engine path (continuous batching, the ``generate`` fallback) and mirrored by the
 vLLM engine, so callers never see which one runs.
@@ -13,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentgym.llm.sampling import DEFAULT_MAX_TOKENS, SamplingSpec
+
 
 class Generation(BaseModel):
     """One completion: text, its token ids and logprobs, and why it stopped."""
@@ -25,14 +28,6 @@ class Generation(BaseModel):
     prompt_tokens: int
 
 
-@dataclass(frozen=True)
-class SamplingParams:
-    """How one request's tokens are drawn (rows with equal params are sampled together)."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-
-
 class EngineClosed(RuntimeError):
     """The engine was shut down (``cancel_all``) before this request finished."""
 
@@ -42,9 +37,8 @@ class Request:
     """One queued generation and the future its caller waits on."""
 
     prompt_ids: list[int]
-    max_new_tokens: int
-    stop: tuple[str, ...]
-    sampling: SamplingParams
+    sampling: SamplingSpec
+    """Resolved: ``max_tokens`` and ``stop`` set (:func:`make_request`)."""
     seed: int | None
     deadline: float | None = None
     """``time.monotonic()`` past which the request fails with :class:`TimeoutError`."""
@@ -54,6 +48,15 @@ class Request:
     keep_eos: bool = False
     """Keep the end-of-sequence token that stopped it in ``token_ids`` (a trainer's action)."""
     future: Future[Generation] = field(default_factory=Future)
+
+    @property
+    def max_tokens(self) -> int:
+        """The request's own token limit."""
+        return self.sampling.max_tokens or DEFAULT_MAX_TOKENS
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        return self.sampling.stop or ()
 
     def abandoned(self) -> bool:
         """Nobody waits for this request any more: cancelled, failed, or past its deadline."""
@@ -95,24 +98,12 @@ class EngineStats:
     """Requests dropped or stopped early because their caller cancelled or their deadline passed."""
 
 
-def make_request(
-    prompt_ids: list[int],
-    max_new_tokens: int,
-    stop: list[str] | None,
-    temperature: float,
-    top_p: float,
-    seed: int | None,
-) -> Request:
-    """A request from a caller's arguments (every engine builds them here)."""
+def make_request(prompt_ids: list[int], sampling: SamplingSpec, seed: int | None) -> Request:
+    """A request from a caller's arguments (every engine builds them here); settings the spec
+    leaves None get their env-free defaults (256 tokens, no stop)."""
     if not prompt_ids:
         raise ValueError("the prompt is empty: give at least one token id")
-    return Request(
-        list(prompt_ids),
-        max_new_tokens,
-        tuple(stop or ()),
-        SamplingParams(temperature, top_p),
-        seed,
-    )
+    return Request(list(prompt_ids), sampling.for_env(), seed)
 
 
 def finish(
@@ -121,7 +112,7 @@ def finish(
     """Cut one sequence at EOS, its stop strings or its own token limit."""
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     reason = "length"
-    keep = min(len(tokens), request.max_new_tokens)
+    keep = min(len(tokens), request.max_tokens)
     for i, tok in enumerate(tokens[:keep]):
         if tok in (eos, pad):
             keep, reason = i + (request.keep_eos and tok == eos), "stop"

@@ -15,18 +15,19 @@ from typing import Any
 
 import torch
 
-from agentgym.llm.engine.request import SamplingParams
+from agentgym.llm.sampling import SamplingSpec
 
 
 def sample(
-    logits: torch.Tensor, params: list[SamplingParams], generators: list[Any]
+    logits: torch.Tensor, params: list[SamplingSpec], generators: list[Any]
 ) -> tuple[list[int], list[float]]:
     """One token and its logprob per row of ``logits`` ``[rows, vocab]`` (float32)."""
     tokens, logprobs = [0] * len(params), [0.0] * len(params)
-    groups: dict[SamplingParams, list[int]] = defaultdict(list)
-    for i, p in enumerate(params):
-        groups[p].append(i)
-    for p, rows in groups.items():
+    groups: dict[tuple[float, float], list[int]] = defaultdict(list)
+    for i, p in enumerate(params):  # rows differing only in token limits and stops draw together
+        groups[p.batch_key].append(i)
+    for rows in groups.values():
+        p = params[rows[0]]
         scores = _warp(logits[rows], p)
         logp = torch.log_softmax(scores, dim=-1)
         if p.temperature > 0:
@@ -47,7 +48,7 @@ def sample(
     return tokens, logprobs
 
 
-def generator(seed: int | None, sampling: SamplingParams, device: Any = "cpu") -> Any:
+def generator(seed: int | None, sampling: SamplingSpec, device: Any = "cpu") -> Any:
     """A request's own random stream (seeded, or drawn from torch's global generator)."""
     if sampling.temperature <= 0:
         return None
@@ -56,7 +57,7 @@ def generator(seed: int | None, sampling: SamplingParams, device: Any = "cpu") -
     return torch.Generator(device=device).manual_seed(seed % 2**64)
 
 
-def _warp(scores: torch.Tensor, p: SamplingParams) -> torch.Tensor:
+def _warp(scores: torch.Tensor, p: SamplingSpec) -> torch.Tensor:
     if p.temperature <= 0:
         return scores
     from transformers import TemperatureLogitsWarper, TopPLogitsWarper

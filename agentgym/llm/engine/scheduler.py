@@ -10,7 +10,7 @@ its token limit, or its caller giving up.
 
 Memory: the slots and the prefix blocks share one budget (``memory_bytes``). A sequence is admitted
 only if every running sequence and it can reach their token limits (prompt plus
-``max_new_tokens``, at most the context) within it: one that does not fit waits for a running
+``max_tokens``, at most the context) within it: one that does not fit waits for a running
 one to leave, and the slots never grow past the budget mid-generation. The prefix blocks take what
 the slots leave, least recently used out first. A sequence that alone needs more than the whole
 budget runs alone (the default budget holds one sequence of the full context).
@@ -142,7 +142,7 @@ class Scheduler:
 
     def _need(self, seq: Sequence) -> int:
         """Positions ``seq`` may take by its end: prompt and token limit, within the context."""
-        need = len(seq.request.prompt_ids) + seq.request.max_new_tokens
+        need = len(seq.request.prompt_ids) + seq.request.max_tokens
         return need if self.max_length is None else min(need, self.max_length)
 
     def _room_for(self, seq: Sequence) -> bool:

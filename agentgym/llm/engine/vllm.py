@@ -183,7 +183,7 @@ class VLLMEngine(Engine):
 
     # ------------------------------------------------------------------ public
     @property
-    def context_tokens(self) -> int:
+    def max_context_tokens(self) -> int:
         """The most tokens (prompt and completion together) the engine attends over."""
         return int(self.llm.llm_engine.model_config.max_model_len)
 
@@ -311,7 +311,7 @@ class VLLMEngine(Engine):
         rid = str(next(self._ids))
         sampling = request.sampling
         params = self._vllm.SamplingParams(
-            max_tokens=request.max_new_tokens,
+            max_tokens=request.max_tokens,
             temperature=sampling.temperature,
             top_p=sampling.top_p if sampling.temperature > 0 else 1.0,
             seed=request.seed,
