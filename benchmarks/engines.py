@@ -120,6 +120,8 @@ def agent_workload(
     new: int = 16, obs: int = 50,
 ) -> dict[str, Any]:  # fmt: skip
     """Run the workload; seconds, generated and uniquely-prefilled tokens, and the outputs."""
+    from agentgym.llm.engine import SamplingSpec
+
     pool = text_tokens(tokenizer, prefix + episodes * own + episodes * turns * obs)
     shared, rest = pool[:prefix], pool[prefix:]
     histories = [shared + rest[i * own : (i + 1) * own] for i in range(episodes)]
@@ -128,7 +130,7 @@ def agent_workload(
     generated, outputs = 0, []
     started = time.perf_counter()
     for turn in range(turns):
-        gens = engine.generate_batch(histories, max_new_tokens=new)
+        gens = engine.generate_batch(histories, SamplingSpec(max_tokens=new))
         for i, g in enumerate(gens):
             generated += len(g.token_ids)
             outputs.append(g.token_ids)
@@ -156,15 +158,17 @@ def forward_rate(model: Any, tokens: int) -> float:
 
 def raw_decode(engine: Any, tokenizer: Any, batch: int, new: int = 32) -> float:
     """Generated tokens/s at ``batch`` rows (short prompts, ``new`` tokens each)."""
+    from agentgym.llm.engine import SamplingSpec
+
     prompts = [
         engine.render(
             [{"role": "user", "content": f"Write a long story about a ship ({i})."}], None
         )
         for i in range(batch)
     ]
-    engine.generate_batch(prompts[:1], max_new_tokens=2)  # warm
+    engine.generate_batch(prompts[:1], SamplingSpec(max_tokens=2))  # warm
     t0 = time.perf_counter()
-    gens = engine.generate_batch(prompts, max_new_tokens=new)
+    gens = engine.generate_batch(prompts, SamplingSpec(max_tokens=new))
     return sum(len(g.token_ids) for g in gens) / (time.perf_counter() - t0)
 
 
@@ -211,7 +215,7 @@ def rl_step(name: str, tasks: int, group: int, new_tokens: int) -> dict[str, flo
                 f"out_dir={tmp}",
                 f"rollout.tasks_per_step={tasks}",
                 f"rollout.group_size={group}",
-                f"rollout.max_new_tokens={new_tokens}",
+                f"rollout.max_tokens={new_tokens}",
                 f"rollout.engine={'vllm' if name == 'vllm' else 'local'}",
                 "env.eval_suite=null",
             ],

@@ -23,7 +23,7 @@ MODEL=${MODEL:-smollm2}
 mkdir -p "$OUT"
 if [ "${TINY:-0}" = 1 ]; then
   COMMON=(--model "$MODEL" --model-layers 2 --lora-layers 1 --seeds 1 --sft-steps 1 --rl-steps 1
-          --tasks-per-step 1 --group-size 2 --max-new-tokens 6 --max-context 512 --threads 1)
+          --tasks-per-step 1 --group-size 2 --max-tokens 6 --max-context 512 --threads 1)
   KBQA=(--train-tasks 4 --eval-compositional 2 --eval-iid 1 --max-turns 2)
   HOUSEHOLD=(--eval-tasks 2 --max-turns 10)
   KBQA_S=${KBQA_S:-300}; HOUSEHOLD_S=${HOUSEHOLD_S:-300}

@@ -70,7 +70,7 @@ def main() -> None:
                 "eval_suite": str(out / "heldout.jsonl"),
                 "system_prompt": False,
             },
-            "rollout": {"tasks_per_step": 4, "group_size": 4, "max_turns": 2, "max_new_tokens": 4},
+            "rollout": {"tasks_per_step": 4, "group_size": 4, "max_turns": 2, "max_tokens": 4},
             "optim": {"lr": 3e-3, "micro_batch_size": 8},
             "sft": {"batch_size": 6},
             "steps": args.steps,

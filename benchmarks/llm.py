@@ -37,7 +37,7 @@ from rich.table import Table
 import agentgym
 from agentgym.chat_agent import ChatAgent, ChatAgentConfig
 from agentgym.llm.clients import ClientOptions, HFClient
-from agentgym.llm.engine import LocalEngine
+from agentgym.llm.engine import LocalEngine, SamplingSpec
 from agentgym.llm.tiny import TinyModelConfig, init_model
 from agentgym.task import TaskSuite
 from agentgym.testing import ScriptedClient, noop_suite
@@ -124,7 +124,7 @@ def generation_table(model: str, batches: tuple[int, ...], new_tokens: int) -> T
         engine.render([{"role": "user", "content": f"Write a long story about {t} ({i})."}], None)
         for i, t in enumerate(topics * 5)
     ]
-    engine.generate_batch(prompts[:1], max_new_tokens=4)  # warm up
+    engine.generate_batch(prompts[:1], SamplingSpec(max_tokens=4))  # warm up
     table = Table(
         title=f"generation: {new_tokens} new tokens a row, direct engine calls ({load()} at start)"
     )
@@ -133,7 +133,7 @@ def generation_table(model: str, batches: tuple[int, ...], new_tokens: int) -> T
     base = None
     for b in batches:
         t0 = time.perf_counter()
-        gens = engine.generate_batch(prompts[:b], max_new_tokens=new_tokens)
+        gens = engine.generate_batch(prompts[:b], SamplingSpec(max_tokens=new_tokens))
         elapsed = time.perf_counter() - t0
         tokens = sum(len(g.token_ids) for g in gens)
         rate = tokens / elapsed

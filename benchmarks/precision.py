@@ -48,12 +48,17 @@ def household_prompts(tasks: int) -> list[str]:
 
 def one_turn(engine: Any, users: list[str], new: int, batch: int) -> tuple[float, int, list[str]]:
     """(seconds, prompt tokens, greedy texts) of one turn for every prompt, ``batch`` at a time."""
+    from agentgym.llm.engine import SamplingSpec
+
     prompts = [engine.render([{"role": "user", "content": u}], None) for u in users]
-    engine.generate_batch(prompts[:1], max_new_tokens=2)  # warm
+    engine.generate_batch(prompts[:1], SamplingSpec(max_tokens=2))  # warm
     texts: list[str] = []
     start = time.perf_counter()
     for i in range(0, len(prompts), batch):
-        texts += [g.text for g in engine.generate_batch(prompts[i : i + batch], new)]
+        texts += [
+            g.text
+            for g in engine.generate_batch(prompts[i : i + batch], SamplingSpec(max_tokens=new))
+        ]
     return time.perf_counter() - start, sum(map(len, prompts)), texts
 
 

@@ -34,7 +34,7 @@ class TimedEngine:
         self.engine, self.prefill_s, self.generate_s = engine, 0.0, 0.0
         self.prefill_tokens, self.calls = 0, 0
 
-    def generate_batch(self, prompts: list[list[int]], **kwargs: Any) -> Any:
+    def generate_batch(self, prompts: list[list[int]], *args: Any, **kwargs: Any) -> Any:
         model, pad = self.engine.model, self.engine.tokenizer.pad_token_id
         width = max(map(len, prompts))
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
@@ -43,7 +43,7 @@ class TimedEngine:
         with torch.inference_mode():
             model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
         t1 = time.perf_counter()
-        out = self.engine.generate_batch(prompts, **kwargs)
+        out = self.engine.generate_batch(prompts, *args, **kwargs)
         t2 = time.perf_counter()
         self.prefill_s += t1 - t0
         self.generate_s += max(0.0, (t2 - t1) - (t1 - t0))
@@ -83,7 +83,7 @@ def config(args: argparse.Namespace, suite: Path, out: Path) -> TrainConfig:
                 "tasks_per_step": args.tasks,
                 "group_size": args.group,
                 "max_turns": args.max_turns,
-                "max_new_tokens": args.max_new_tokens,
+                "max_tokens": args.max_tokens,
                 "max_context_tokens": args.max_context,
             },
             "algo": {"name": "grpo", "kl_coef": args.kl, "clip_high": 0.28,
@@ -144,7 +144,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--max-turns", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--max-tokens", type=int, default=40)
     p.add_argument("--max-context", type=int, default=1024)
     p.add_argument("--max-shown", type=int, default=3)
     p.add_argument("--micro-batch", type=int, default=4)

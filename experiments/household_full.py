@@ -254,7 +254,7 @@ def rl_config(out: Path, args: argparse.Namespace, seed: int) -> Any:
                 "tasks_per_step": args.rl_tasks,
                 "group_size": args.group_size,
                 "max_turns": 50,
-                "max_new_tokens": 16,
+                "max_tokens": 16,
                 "temperature": 1.0,
                 "max_context_tokens": 1536,
                 "history": args.history,
@@ -710,14 +710,14 @@ def agreement(out: Path, stage: str, args: argparse.Namespace) -> str:
     valid_unseen tasks, how often the checkpoint's greedy command is the searcher's, per verb.
     A closed-loop episode needs nearly every step right (0.97 per step over 20 steps is 54%);
     this says which commands are not, without the compounding of an eval."""
-    from agentgym.llm.engine import LocalEngine
+    from agentgym.llm.engine import LocalEngine, SamplingSpec
 
     engine = LocalEngine(checkpoint(out, stage), max_batch_size=args.concurrency)
     rows: list[dict[str, Any]] = []
     for task in list(TaskSuite.load("household/valid_unseen"))[: args.limit or 16]:
         rows += searcher_rows(task, args.history, 0.0, args.seed, args.notes) or []
     prompts = [engine.render(r["messages"][:1], None) for r in rows]
-    gens = engine.generate_batch(prompts, max_new_tokens=16, temperature=0.0, stop=["\n"])
+    gens = engine.generate_batch(prompts, SamplingSpec(max_tokens=16, stop=("\n",)))
     engine.close()
     right: dict[str, list[bool]] = defaultdict(list)
     for row, gen in zip(rows, gens, strict=True):

@@ -129,7 +129,7 @@ def config(model: Path, paths: dict[str, Path], out: Path, args: Any, **over: An
         args,
         **{
             "env.kwargs": {"handles": True},
-            "rollout.max_new_tokens": args.max_new_tokens,
+            "rollout.max_tokens": args.max_tokens,
             "rollout.max_context_tokens": 2048,
             "eval_temperature": args.eval_temperature,
             **over,
@@ -328,7 +328,7 @@ def settings(args: argparse.Namespace) -> str:
         f"SFT texts) per seed; SFT {args.sft_steps} steps (lr {args.sft_lr}, batch 16, context "
         f"weight 1.0); GRPO {args.rl_steps} steps from the SFT checkpoint (lr {args.rl_lr}, "
         f"{args.tasks_per_step} questions x group {args.group_size}, no KL, clip 0.2/0.28, at "
-        f"most {args.max_turns} turns, {args.max_new_tokens} new tokens per turn); held-out: "
+        f"most {args.max_turns} turns, {args.max_tokens} new tokens per turn); held-out: "
         f"{args.eval_compositional} compositional and {args.eval_iid} iid questions of "
         f"`kbqa/comp-test` x {args.eval_samples} samples at T={args.eval_temperature}; seeds "
         f"{' '.join(map(str, args.seeds))}; {args.elapsed_s / 60:.0f} min on the shared 2-core CPU"
@@ -411,7 +411,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-per-step", type=int, default=8)
     p.add_argument("--group-size", type=int, default=5)
     p.add_argument("--max-turns", type=int, default=6)
-    p.add_argument("--max-new-tokens", type=int, default=40)
+    p.add_argument("--max-tokens", type=int, default=40)
     p.add_argument("--eval-compositional", type=int, default=60)
     p.add_argument("--eval-iid", type=int, default=30)
     p.add_argument("--eval-samples", type=int, default=1)

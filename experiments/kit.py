@@ -262,7 +262,7 @@ def trainer_config(
             "tasks_per_step": args.tasks_per_step,
             "group_size": args.group_size,
             "max_turns": args.max_turns,
-            "max_new_tokens": 12 if env_id == "Clarify-v0" else 16,
+            "max_tokens": 12 if env_id == "Clarify-v0" else 16,
         },
         "sft": {"batch_size": 16, "context_weight": 1.0},
         "optim": {"lr": args.sft_lr, "micro_batch_size": 16},

@@ -71,8 +71,8 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
     for key, value in (common | (quick if args.quick else full)).items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
-    if args.max_new_tokens is None:
-        args.max_new_tokens = 40 if kbqa else 16
+    if args.max_tokens is None:
+        args.max_tokens = 40 if kbqa else 16
     return args
 
 
@@ -93,7 +93,7 @@ def trainer_config(model: str, suites: dict[str, Path], out: Path, args: Any, **
             "tasks_per_step": args.tasks_per_step,
             "group_size": args.group_size,
             "max_turns": args.max_turns,
-            "max_new_tokens": args.max_new_tokens,
+            "max_tokens": args.max_tokens,
             "max_context_tokens": args.max_context,
             "max_batch_size": args.max_batch,
             "engine": getattr(args, "engine", "local"),
@@ -273,7 +273,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tasks-per-step", type=int, default=None)
     p.add_argument("--group-size", type=int, default=None)
     p.add_argument("--max-turns", type=int, default=None)
-    p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument("--max-tokens", type=int, default=None)
     p.add_argument("--max-context", type=int, default=None, help="episode ends beyond this")
     p.add_argument("--lora-r", type=int, default=16)
     p.add_argument("--lora-layers", type=int, default=8, help="adapt the top N decoder layers")

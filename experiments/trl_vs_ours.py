@@ -7,7 +7,7 @@ env, tasks, steps and seeds: held-out success before and after training, and sec
 Both train the same model (LoRA on the attention projections for a checkpoint such as smollm2;
 all weights for ``--quick``'s tiny model) on the first ``--tasks`` tasks of ``clarify/train``:
 each step ``--tasks-per-step`` tasks x ``--group`` episodes of at most ``--max-turns`` actions of
-``--max-new-tokens`` tokens, sampled at temperature 1, Dr.GRPO-free plain GRPO advantages, the
+``--max-tokens`` tokens, sampled at temperature 1, Dr.GRPO-free plain GRPO advantages, the
 same learning rate, no KL. Held out: the first ``--heldout`` tasks of ``clarify/test``, played
 by ``agentgym eval``'s ``hf:`` agent on the merged checkpoint (the same evaluation for both), with
 a 95% Wilson interval. Seconds per step are wall time on this machine (shared: noisy).
@@ -53,7 +53,7 @@ def train_ours(model: str, lora: bool, args: Any, seed: int, out: Path) -> tuple
                 "tasks_per_step": args.tasks_per_step,
                 "group_size": args.group,
                 "max_turns": args.max_turns,
-                "max_new_tokens": args.max_new_tokens,
+                "max_tokens": args.max_tokens,
                 "temperature": 1.0,
             },
             "optim": {"lr": args.lr, "micro_batch_size": args.tasks_per_step * args.group},
@@ -83,7 +83,7 @@ def train_trl(model: str, lora: bool, args: Any, seed: int, out: Path) -> tuple[
         max_steps=args.steps,
         per_device_train_batch_size=args.tasks_per_step * args.group,
         num_generations=args.group,
-        max_completion_length=args.max_turns * (args.max_new_tokens + 256),
+        max_completion_length=args.max_turns * (args.max_tokens + 256),
         learning_rate=args.lr,
         beta=0.0,
         use_cpu=True,
@@ -104,7 +104,7 @@ def train_trl(model: str, lora: bool, args: Any, seed: int, out: Path) -> tuple[
         suite="clarify/train",
         limit=args.tasks,
         max_turns=args.max_turns,
-        max_new_tokens=args.max_new_tokens,
+        max_tokens=args.max_tokens,
         processing_class=tokenizer,
         peft_config=peft,
     )
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--tasks-per-step", type=int, default=2)
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--max-turns", type=int, default=6)
-    parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--heldout", type=int, default=50)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])

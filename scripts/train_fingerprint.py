@@ -74,7 +74,7 @@ class Runs:
         base: dict[str, Any] = {
             "model": {"path": str(self.model)},
             "env": {"id": "NoOp-v0", "suite": str(self.train), "system_prompt": False},
-            "rollout": {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_new_tokens": 4},
+            "rollout": {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_tokens": 4},
             "optim": {"lr": 3e-3, "micro_batch_size": 8},
             "sft": {"batch_size": 6},
             "steps": 2,
