@@ -196,11 +196,13 @@ def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model, notes):
     import torch
 
     from agentgym.llm.engine import load_engine
+    from agentgym.llm.sampling import SamplingSpec
     from agentgym.train.batch import build_batch
     from agentgym.train.chat import ChatFormat
+    from agentgym.train.config import RolloutConfig
     from agentgym.train.envpool import LocalEnvPool
     from agentgym.train.policy import load_model, load_tokenizer, token_logprobs
-    from agentgym.train.rollout import Job, Sampling, collect
+    from agentgym.train.rollout import Job, collect
 
     torch.manual_seed(0)
     model, tok = load_model(tiny_model), load_tokenizer(tiny_model)
@@ -208,9 +210,11 @@ def test_trainer_rollouts_build_the_chat_agents_prompt(tiny_model, notes):
     chat = ChatFormat(tok, system_prompt=False)
     task = next(iter(TaskSuite.load("household/valid_unseen")))
     task = task.model_copy(update={"config": {**task.config, "max_turns": 4}})
-    sampling = Sampling(max_turns=4, max_new_tokens=6, temperature=1.0, history=2, notes=notes)
+    rollout = RolloutConfig(max_turns=4, history=2, notes=notes)
+    sampling = SamplingSpec(max_tokens=6, temperature=1.0)
     jobs = [Job(task, "g", k, k) for k in range(2)]
-    episodes, _ = collect(engine, chat, LocalEnvPool("Household-v0"), jobs, sampling, seed=3)
+    pool = LocalEnvPool("Household-v0")
+    episodes, _ = collect(engine, chat, pool, jobs, rollout, sampling, seed=3)
     for ep in episodes:
         assert ep.ok and len(ep.turns) == 4
         actions = [s.action for s in ep.episode.steps]
@@ -280,7 +284,7 @@ def test_trainer_steps_with_a_bounded_context(tiny_model, tmp_path, algo):
                 "tasks_per_step": 2,
                 "group_size": 2,
                 "max_turns": 3,
-                "max_new_tokens": 6,
+                "max_tokens": 6,
                 "history": 2,
             },  # fmt: skip
             "algo": {"name": algo, "layout": "step"},

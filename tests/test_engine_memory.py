@@ -9,6 +9,7 @@ import pytest
 
 from agentgym.llm.engine import LocalEngine
 from agentgym.llm.engine.memory import IDLE_PREFIX_SHARE, available_bytes, default_budget
+from agentgym.llm.sampling import SamplingSpec
 
 NEW_TOKENS = 8
 
@@ -30,7 +31,7 @@ def _budget_for(engine: LocalEngine, prompts: list[list[int]], sequences: int) -
 def test_requests_that_do_not_fit_wait_and_the_cache_never_passes_the_budget(tiny_model):
     probe = LocalEngine(tiny_model, prefix_cache_mb=0, kv_cache_gb=1.0)
     prompts = _prompts(probe, 6)
-    unbounded = probe.generate_batch(prompts, max_new_tokens=NEW_TOKENS)
+    unbounded = probe.generate_batch(prompts, SamplingSpec(max_tokens=NEW_TOKENS))
     engine = LocalEngine(tiny_model, prefix_cache_mb=64, kv_cache_gb=_budget_for(probe, prompts, 2))
     seen: list[tuple[int, int]] = []  # (running sequences, bytes of slots and prefix blocks)
     forward = engine.runner.forward
@@ -41,7 +42,7 @@ def test_requests_that_do_not_fit_wait_and_the_cache_never_passes_the_budget(tin
         return forward(chunks, cache, shared)
 
     engine.runner.forward = spy
-    bounded = engine.generate_batch(prompts, max_new_tokens=NEW_TOKENS)
+    bounded = engine.generate_batch(prompts, SamplingSpec(max_tokens=NEW_TOKENS))
     assert [g.token_ids for g in bounded] == [g.token_ids for g in unbounded]
     assert max(n for n, _ in seen) == 2  # six asked at once, two ran at a time
     assert max(b for _, b in seen) <= engine.memory_bytes
@@ -53,7 +54,9 @@ def test_an_idle_engine_shrinks_its_slots_and_prefix_blocks(tiny_model):
     engine = LocalEngine(tiny_model, prefix_cache_mb=64, kv_cache_gb=0.01)
     engine.release_after_s = 0.05
     prompts = _prompts(engine, 8)
-    futures = [engine.submit(p, max_new_tokens=NEW_TOKENS) for p in prompts]  # the engine thread
+    futures = [
+        engine.submit(p, SamplingSpec(max_tokens=NEW_TOKENS)) for p in prompts
+    ]  # the engine thread
     assert all(f.result().token_ids for f in futures)
     loaded = engine.cache.nbytes
     assert loaded > engine.cache.bytes_for(1, 64)
@@ -63,7 +66,7 @@ def test_an_idle_engine_shrinks_its_slots_and_prefix_blocks(tiny_model):
     assert engine.cache.nbytes == engine.cache.bytes_for(1, 64)  # the smallest slot tensor
     assert engine.prefix_cache is not None
     assert engine.prefix_cache.nbytes <= engine.memory_bytes // IDLE_PREFIX_SHARE
-    again = engine.submit(prompts[0], max_new_tokens=NEW_TOKENS).result()  # it grows back
+    again = engine.submit(prompts[0], SamplingSpec(max_tokens=NEW_TOKENS)).result()  # it grows back
     assert again.token_ids == futures[0].result().token_ids
     engine.close()
 
@@ -71,7 +74,7 @@ def test_an_idle_engine_shrinks_its_slots_and_prefix_blocks(tiny_model):
 def test_the_default_budget_is_proportionate_to_the_model_and_the_free_memory(tiny_model):
     engine = LocalEngine(tiny_model, prefix_cache_mb=0)
     weights = sum(p.numel() * p.element_size() for p in engine.model.parameters())
-    one_context = engine.cache.nbytes_per_token() * engine.context_tokens
+    one_context = engine.cache.nbytes_per_token() * engine.max_context_tokens
     free = available_bytes()
     budget = int(1.5 * weights)  # the documented default: 1.5 times the weights
     expected = max(budget if free is None else min(budget, free // 4), one_context)

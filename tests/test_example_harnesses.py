@@ -11,9 +11,10 @@ import torch
 
 from agentgym.llm.engine import LocalEngine
 from agentgym.task import TaskSuite
+from agentgym.train.config import RolloutConfig
 from agentgym.train.harness import HarnessRollouts
 from agentgym.train.policy import load_model, load_tokenizer
-from agentgym.train.rollout import Job, Sampling
+from agentgym.train.rollout import Job
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_harness_rollouts import _largest_gap, _trained_per_episode  # noqa: E402
@@ -30,14 +31,14 @@ def policy(tiny_model):
     engine.close()
 
 
-def _run(policy, tmp_path, script, env, suite, sampling):
+def _run(policy, tmp_path, script, env, suite, rollout):
     model, tok, engine = policy
     task = TaskSuite.load(suite).tasks[0]
     jobs = [Job(task, task.id, k, 7 + k) for k in range(2)]
     harness = HarnessRollouts(f"python {EXAMPLES / script}", engine, env, {}, tmp_path,
                               lambda: "v0", parallel=2)  # fmt: skip
     try:
-        episodes, _ = harness.collect(jobs, sampling)
+        episodes, _ = harness.collect(jobs, rollout, rollout.for_env())
         calls = [harness.recorder.calls(s) for s in harness.recorder.sessions()]
     finally:
         harness.close()
@@ -49,17 +50,17 @@ def _run(policy, tmp_path, script, env, suite, sampling):
 
 
 def test_openai_sdk_tool_calling_loop_on_a_tool_use_env(policy, tmp_path):
-    sampling = Sampling(max_turns=2, max_new_tokens=8, temperature=1.0)
+    rollout = RolloutConfig(max_turns=2, max_tokens=8)
     episodes, calls = _run(
-        policy, tmp_path, "openai_tools.py", "agentgym/TauMock-v0", "tooluse/mock", sampling
+        policy, tmp_path, "openai_tools.py", "agentgym/TauMock-v0", "tooluse/mock", rollout
     )
     assert all(c[0].messages[0]["role"] == "system" for c in calls)
 
 
 def test_litellm_loop_on_clarify_cuts_its_history_and_trains_a_row_per_call(policy, tmp_path):
-    sampling = Sampling(max_turns=5, max_new_tokens=4, temperature=1.0, stop=("\n",))
+    rollout = RolloutConfig(max_turns=5, max_tokens=4, stop=("\n",))
     episodes, calls = _run(
-        policy, tmp_path, "litellm_clarify.py", "agentgym/Clarify-v0", "clarify/train", sampling
+        policy, tmp_path, "litellm_clarify.py", "agentgym/Clarify-v0", "clarify/train", rollout
     )
     long = [ep for ep in episodes if len(ep.turns) > 4]
     assert long and all(ep.per_call for ep in long)

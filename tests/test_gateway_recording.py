@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from agentgym.llm.recording import Recorder, read_calls
+from agentgym.llm.sampling import SamplingSpec
 
 SYSTEM = {"role": "system", "content": "You pick movies."}
 FIRST = {"role": "user", "content": "The user wants one of these 8 movies."}
@@ -55,7 +56,7 @@ def test_calls_record_the_engines_ids_and_continue_token_exactly(gateway, engine
     assert first.prompt_ids == engine.render([SYSTEM, FIRST], None)
     # the engine's own output for that prompt and seed: same ids, same logprobs (EOS kept)
     again = engine.generate(
-        first.prompt_ids, max_new_tokens=8, temperature=1.0, seed=3, keep_eos=True
+        first.prompt_ids, SamplingSpec(max_tokens=8, temperature=1.0), seed=3, keep_eos=True
     )
     assert first.completion_ids == again.token_ids and first.logprobs == again.logprobs
     assert first.finish_reason == r1.choices[0].finish_reason

@@ -13,15 +13,16 @@ import pytest
 import torch
 
 from agentgym.llm.engine import LocalEngine
+from agentgym.llm.sampling import SamplingSpec
 from agentgym.task import TaskSuite
 from agentgym.train.batch import build_batch, row_spans
 from agentgym.train.chat import ChatFormat
-from agentgym.train.config import TrainConfig
+from agentgym.train.config import RolloutConfig, TrainConfig
 from agentgym.train.engine_sync import recompute_logprobs
 from agentgym.train.envpool import LocalEnvPool
 from agentgym.train.harness import HarnessRollouts
 from agentgym.train.policy import token_logprobs
-from agentgym.train.rollout import Job, Sampling, collect
+from agentgym.train.rollout import Job, collect
 from agentgym.train.trainer import Trainer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "harnesses"
@@ -31,7 +32,8 @@ from chat_templates import TEMPLATES, save_templated, templated  # noqa: E402
 
 HARNESS = f"python {EXAMPLES / 'chat_loop.py'}"
 ENV = "agentgym/Clarify-v0"
-SAMPLING = Sampling(max_turns=3, max_new_tokens=6, temperature=1.0)
+ROLLOUT = RolloutConfig(max_turns=3, max_tokens=6)
+SAMPLING = ROLLOUT.for_env()
 """No stop string: the gateway continues a reply cut at one by rendering afresh (a row per
 call), where the trainer's own rollouts keep one sequence; without, both make the same rows."""
 
@@ -76,7 +78,7 @@ def test_trainer_rollouts_train_the_sampled_tokens_in_every_template(variant):
     name, model, tok, engine = variant
     chat = ChatFormat(tok)
     assert chat.rewrites_history == (name == "qwen3")
-    episodes, _ = collect(engine, chat, LocalEnvPool(ENV), _jobs(), SAMPLING, seed=1)
+    episodes, _ = collect(engine, chat, LocalEnvPool(ENV), _jobs(), ROLLOUT, SAMPLING, seed=1)
     assert all(ep.ok and ep.turns for ep in episodes)
     for ep, trained in zip(episodes, _trained_per_episode(episodes), strict=True):
         assert trained == [i for s in ep.episode.steps for i in s.usage.token_ids]
@@ -100,7 +102,7 @@ def test_harness_rollouts_train_the_sampled_tokens_in_every_template(variant, tm
     name, model, tok, engine = variant
     harness = HarnessRollouts(play, engine, ENV, {}, tmp_path, lambda: "v0")
     try:
-        episodes, stats = harness.collect(_jobs(), SAMPLING)
+        episodes, stats = harness.collect(_jobs(), ROLLOUT, SAMPLING)
         calls = {s: harness.recorder.calls(s) for s in harness.recorder.sessions()}
     finally:
         harness.close()
@@ -130,7 +132,7 @@ def test_the_trainer_says_once_that_it_trains_a_row_per_call(tiny_model, tmp_pat
         {
             "model": {"path": str(path)},
             "env": {"id": ENV, "suite": "clarify/train", "tags": ["easy"], "limit": 2},
-            "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 2, "max_new_tokens": 4},
+            "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 2, "max_tokens": 4},
             "algo": {"skip_zero_advantage": False},
             "steps": 2,
             "out_dir": str(tmp_path / "run"),
@@ -178,10 +180,10 @@ def test_chat_loop_in_process_and_external_harness_give_identical_rows(chatml, t
     by an agent program in its own process that talks to the gateway give the same rows."""
     model, tok, engine = chatml
     jobs = _jobs()
-    inside, _ = collect(engine, ChatFormat(tok), LocalEnvPool(ENV), jobs, SAMPLING, seed=1)
+    inside, _ = collect(engine, ChatFormat(tok), LocalEnvPool(ENV), jobs, ROLLOUT, SAMPLING, seed=1)
     harness = HarnessRollouts(HARNESS, engine, ENV, {}, tmp_path, lambda: "v0", parallel=2)
     try:
-        outside, _ = harness.collect(jobs, SAMPLING)
+        outside, _ = harness.collect(jobs, ROLLOUT, SAMPLING)
     finally:
         harness.close()
     assert all(ep.ok for ep in outside), [ep.episode.error for ep in outside]
@@ -210,9 +212,11 @@ class _Checked(Trainer):
         first = calls[0][0]
         again = self.engine.generate(
             first.prompt_ids,
-            max_new_tokens=first.request["max_tokens"],
-            temperature=first.request["temperature"],
-            stop=first.request["stop"],
+            SamplingSpec(
+                max_tokens=first.request["max_tokens"],
+                temperature=first.request["temperature"],
+                stop=first.request["stop"],
+            ),
             seed=first.request["seed"],
             keep_eos=True,
         )
@@ -241,7 +245,7 @@ def test_an_external_harness_trains_two_grpo_steps_through_the_gateway(tiny_mode
                 "tasks_per_step": 1,
                 "group_size": 2,
                 "max_turns": 2,
-                "max_new_tokens": 4,
+                "max_tokens": 4,
                 "harness": HARNESS,
                 "harness_parallel": 2,
             },
@@ -269,7 +273,7 @@ def test_a_failing_harness_is_an_error_episode_with_its_stderr(chatml, tmp_path)
     broken = "python -c \"import sys; sys.stderr.write('agent broke'); sys.exit(3)\""
     harness = HarnessRollouts(broken, engine, ENV, {}, tmp_path, lambda: "v0")
     try:
-        episodes, _ = harness.collect(_jobs()[:1], SAMPLING)
+        episodes, _ = harness.collect(_jobs()[:1], ROLLOUT, SAMPLING)
     finally:
         harness.close()
     (ep,) = episodes

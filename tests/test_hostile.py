@@ -23,6 +23,7 @@ import pytest
 
 import agentgym
 from agentgym.llm.engine import LocalEngine
+from agentgym.llm.sampling import SamplingSpec
 from agentgym.llm.server import ServerThread, create_app
 from agentgym.rollout import rollout
 from agentgym.sandbox.local import bwrap_works
@@ -105,7 +106,7 @@ def _prompt(engine: LocalEngine, i: int) -> list[int]:
 def test_a_seeded_request_samples_the_same_alone_or_in_any_batch(tiny_model):
     engine = LocalEngine(tiny_model, max_batch_size=3, prefix_cache_mb=0)
     try:  # generate_batch before any submit: no engine thread, so the batch is exactly these rows
-        kw = dict(max_new_tokens=12, temperature=1.0)
+        kw = dict(sampling=SamplingSpec(max_tokens=12, temperature=1.0))
         [alone] = engine.generate_batch([_prompt(engine, 1)], seeds=[5], **kw)
         first = len(engine.batch_sizes)
         prompts = [_prompt(engine, i) for i in (0, 1, 3)]
@@ -119,8 +120,8 @@ def test_a_seeded_request_samples_the_same_alone_or_in_any_batch(tiny_model):
 def test_a_request_that_fails_in_a_batch_fails_alone(tiny_model):
     engine = LocalEngine(tiny_model, max_batch_size=3, prefix_cache_mb=0)
     try:
-        good = [engine.submit(_prompt(engine, i), max_new_tokens=3) for i in range(2)]
-        bad = engine.submit([10**6], max_new_tokens=3)  # no such token: the model raises
+        good = [engine.submit(_prompt(engine, i), SamplingSpec(max_tokens=3)) for i in range(2)]
+        bad = engine.submit([10**6], SamplingSpec(max_tokens=3))  # no such token: the model raises
         assert all(len(f.result().token_ids) > 0 for f in good)
         with pytest.raises(IndexError):
             bad.result()

@@ -43,7 +43,7 @@ class _RunsACommand:
 
 
 SMALL = ["env.system_prompt=false", "rollout.tasks_per_step=1", "rollout.group_size=2"]
-SMALL += ["rollout.max_turns=2", "rollout.max_new_tokens=4", "steps=3"]
+SMALL += ["rollout.max_turns=2", "rollout.max_tokens=4", "steps=3"]
 
 
 def _train(tiny_model, out: Path, *extra: str):

@@ -182,7 +182,7 @@ def test_trainer_runs_infopo_on_clarify(tiny_model, tmp_path):
         {
             "model": {"path": str(tiny_model)},
             "env": {"id": "Clarify-v0", "suite": "clarify/train", "system_prompt": False},
-            "rollout": {"tasks_per_step": 1, "group_size": 3, "max_turns": 2, "max_new_tokens": 4},
+            "rollout": {"tasks_per_step": 1, "group_size": 3, "max_turns": 2, "max_tokens": 4},
             "algo": {"name": "grpo", "credit": "infopo", "options": {"beta": 0.5, "tau": 0.5}},
             "steps": 1,
             "out_dir": str(tmp_path),

@@ -143,7 +143,7 @@ def test_env_that_parses_replies_gets_them_whole():
 
 def test_context_window_drops_oldest_exchanges_and_records_it():
     client = ScriptedClient(lambda req: "ask[a=b]")
-    config = ChatAgentConfig(context_tokens=400, max_tokens=50, demonstration=False)
+    config = ChatAgentConfig(max_context_tokens=400, max_tokens=50, demonstration=False)
     agent = ChatAgent(client, agentgym.make("Clarify-v0"), config)
     agent.reset({})
     histories = [agent.act(f"observation {i} " + "x" * 400, {}).usage.history for i in range(6)]

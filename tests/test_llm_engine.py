@@ -9,6 +9,7 @@ import torch
 
 from agentgym.llm.engine import FallbackEngine, LocalEngine, load_engine
 from agentgym.llm.engine.kv_cache import PrefixBlocks
+from agentgym.llm.sampling import SamplingSpec
 
 SYSTEM = {"role": "system", "content": "You are looking for one of the candidate movies. " * 3}
 
@@ -47,7 +48,7 @@ def test_greedy_equals_generate_with_chunked_prefill_and_rows_joining_late(tiny_
     assert isinstance(engine, LocalEngine)
     engine.scheduler.max_step_tokens = 24  # long prompts prefill over several steps
     prompts = _prompts(engine, 5)
-    requests = [make_request(p, 12, None, 0.0, 1.0, None) for p in prompts]
+    requests = [make_request(p, SamplingSpec(max_tokens=12), None) for p in prompts]
     _drive(engine, {0: requests[:2], 3: requests[2:4], 9: requests[4:]})
     for prompt, request in zip(prompts, requests, strict=True):
         assert request.future.result().token_ids == _alone(engine.model, prompt, 12)
@@ -61,7 +62,9 @@ def test_sampled_tokens_and_logprobs_equal_the_generate_path(tiny_model):
     fallback = FallbackEngine(tiny_model, prefix_cache_mb=0)
     prompts = _prompts(engine)
     for temperature, top_p in [(0.0, 1.0), (1.0, 1.0), (0.8, 0.9)]:
-        kw = dict(max_new_tokens=16, temperature=temperature, top_p=top_p, seed=7)
+        kw = dict(
+            sampling=SamplingSpec(max_tokens=16, temperature=temperature, top_p=top_p), seed=7
+        )
         a, b = engine.generate_batch(prompts, **kw), fallback.generate_batch(prompts, **kw)
         for x, y in zip(a, b, strict=True):
             assert (x.token_ids, x.text, x.finish_reason) == (y.token_ids, y.text, y.finish_reason)
@@ -71,12 +74,14 @@ def test_sampled_tokens_and_logprobs_equal_the_generate_path(tiny_model):
 def test_each_row_stops_at_its_own_stop_string_eos_or_limit(tiny_model):
     engine = LocalEngine(tiny_model, prefix_cache_mb=0)
     prompts = _prompts(engine, 3)
-    full = engine.generate_batch(prompts, max_new_tokens=24, temperature=1.0, seed=11)
+    full = engine.generate_batch(prompts, SamplingSpec(max_tokens=24, temperature=1.0), seed=11)
     stop = full[0].text[3:5]
     futures = [
-        engine.submit(prompts[0], max_new_tokens=24, temperature=1.0, seed=11, stop=[stop]),
-        engine.submit(prompts[1], max_new_tokens=6, temperature=1.0, seed=12),
-        engine.submit(prompts[2], max_new_tokens=24, temperature=1.0, seed=13),
+        engine.submit(
+            prompts[0], SamplingSpec(max_tokens=24, temperature=1.0, stop=[stop]), seed=11
+        ),
+        engine.submit(prompts[1], SamplingSpec(max_tokens=6, temperature=1.0), seed=12),
+        engine.submit(prompts[2], SamplingSpec(max_tokens=24, temperature=1.0), seed=13),
     ]
     cut, short, whole = [f.result() for f in futures]
     assert cut.text == full[0].text[: full[0].text.find(stop)] and cut.finish_reason == "stop"
@@ -90,8 +95,8 @@ def test_next_turn_and_shared_system_prompt_prefill_only_new_tokens(tiny_model):
     cached = LocalEngine(tiny_model, prefix_cache_mb=64)
     plain = LocalEngine(tiny_model, prefix_cache_mb=0)
     prompts = _prompts(cached)
-    a = cached.generate_batch(prompts, max_new_tokens=8)
-    b = plain.generate_batch(prompts, max_new_tokens=8)
+    a = cached.generate_batch(prompts, SamplingSpec(max_tokens=8))
+    b = plain.generate_batch(prompts, SamplingSpec(max_tokens=8))
     assert [g.token_ids for g in a] == [g.token_ids for g in b]
     shared = len(cached.tokenizer.apply_chat_template([SYSTEM], tokenize=True))
     unique = sum(len(p) for p in prompts) - (len(prompts) - 1) * shared
@@ -100,8 +105,10 @@ def test_next_turn_and_shared_system_prompt_prefill_only_new_tokens(tiny_model):
     assert plain.stats.prefill_tokens == sum(len(p) for p in prompts)
     before = cached.stats.prefill_tokens
     nexts = [p + g.token_ids + p[-5:] for p, g in zip(prompts, a, strict=True)]  # next turns
-    c = cached.generate_batch(nexts, max_new_tokens=8)
-    assert [g.token_ids for g in c] == [g.token_ids for g in plain.generate_batch(nexts, 8)]
+    c = cached.generate_batch(nexts, SamplingSpec(max_tokens=8))
+    assert [g.token_ids for g in c] == [
+        g.token_ids for g in plain.generate_batch(nexts, SamplingSpec(max_tokens=8))
+    ]
     assert cached.stats.prefill_tokens - before <= len(prompts) * (5 + 8 + block)
     cached.clear_prefix_cache()
     assert len(cached.prefix_cache) == 0
@@ -110,7 +117,7 @@ def test_next_turn_and_shared_system_prompt_prefill_only_new_tokens(tiny_model):
 def test_a_seeded_request_gives_the_same_text_alone_or_in_any_batch(tiny_model):
     engine = LocalEngine(tiny_model, max_batch_size=8, prefix_cache_mb=64)
     prompts = _prompts(engine)
-    kw = dict(max_new_tokens=16, temperature=1.0)
+    kw = dict(sampling=SamplingSpec(max_tokens=16, temperature=1.0))
     alone = [engine.generate_batch([p], seeds=[100 + i], **kw)[0] for i, p in enumerate(prompts)]
     order = [2, 0, 3, 1]
     mixed = engine.generate_batch([prompts[i] for i in order], seeds=[100 + i for i in order], **kw)
@@ -148,7 +155,7 @@ def test_sync_weights_is_a_no_op_on_shared_weights_and_copies_into_a_loaded_engi
     loaded = LocalEngine(tiny_model, prefix_cache_mb=64)
     assert (shared.shares_weights, loaded.shares_weights) == (True, False)
     prompts = _prompts(shared, 2)
-    shared.generate_batch(prompts, max_new_tokens=4)
+    shared.generate_batch(prompts, SamplingSpec(max_tokens=4))
     assert len(shared.prefix_cache) > 0
     with torch.no_grad():  # an "update" that changes greedy choices
         g = torch.Generator().manual_seed(0)
@@ -156,12 +163,12 @@ def test_sync_weights_is_a_no_op_on_shared_weights_and_copies_into_a_loaded_engi
             param.add_(torch.randn(param.shape, generator=g))
     shared.sync_weights(model)
     assert shared.model is model and len(shared.prefix_cache) == 0
-    before = loaded.generate_batch(prompts, max_new_tokens=6)
+    before = loaded.generate_batch(prompts, SamplingSpec(max_tokens=6))
     loaded.sync_weights(model)
-    after = loaded.generate_batch(prompts, max_new_tokens=6)
+    after = loaded.generate_batch(prompts, SamplingSpec(max_tokens=6))
     assert loaded.model is not model
     assert [g.token_ids for g in after] == [
-        g.token_ids for g in shared.generate_batch(prompts, max_new_tokens=6)
+        g.token_ids for g in shared.generate_batch(prompts, SamplingSpec(max_tokens=6))
     ]
     assert [g.token_ids for g in after] != [g.token_ids for g in before]
     loaded.close()
@@ -196,7 +203,7 @@ def test_decode_rows_read_their_shared_prefix_once_and_decode_the_same_tokens(ti
         return forward(chunks, cache, prefix)
 
     engine.runner.forward = spy
-    kw = dict(max_new_tokens=12, temperature=0.8, seed=3)
+    kw = dict(sampling=SamplingSpec(max_tokens=12, temperature=0.8), seed=3)
     once = engine.generate_batch(prompts, **kw)
     assert max(shared) >= engine.prefix_cache.block_size  # the system prompt, read once a step
     engine.clear_prefix_cache()
@@ -205,7 +212,7 @@ def test_decode_rows_read_their_shared_prefix_once_and_decode_the_same_tokens(ti
     for a, b in zip(once, per_row, strict=True):
         assert a.token_ids == b.token_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
-    greedy = engine.generate_batch(prompts, max_new_tokens=12)
+    greedy = engine.generate_batch(prompts, SamplingSpec(max_tokens=12))
     for prompt, g in zip(prompts, greedy, strict=True):
         assert g.token_ids == _alone(engine.model, prompt, 12)
 
@@ -247,7 +254,7 @@ def test_a_lora_adapter_folder_gets_continuous_batching_with_its_adapters(tiny_m
     fallback = FallbackEngine(tmp_path, prefix_cache_mb=0)
     base = LocalEngine(tiny_model, prefix_cache_mb=0)
     prompts = _prompts(engine)
-    kw = dict(max_new_tokens=12, temperature=0.0)
+    kw = dict(sampling=SamplingSpec(max_tokens=12, temperature=0.0))
     ours, theirs = engine.generate_batch(prompts, **kw), fallback.generate_batch(prompts, **kw)
     assert [g.token_ids for g in ours] == [g.token_ids for g in theirs]
     assert [g.token_ids for g in ours] != [g.token_ids for g in base.generate_batch(prompts, **kw)]
@@ -260,7 +267,7 @@ def test_a_bfloat16_engine_computes_weights_and_cache_in_bfloat16(tiny_model):
     the KV cache in bfloat16; the sampler still reads float32 logits, so logprobs stay finite."""
     engine = LocalEngine(tiny_model, prefix_cache_mb=0, dtype="bfloat16")
     assert {p.dtype for p in engine.model.parameters()} == {torch.bfloat16}
-    gens = engine.generate_batch(_prompts(engine), max_new_tokens=8, temperature=0.0)
+    gens = engine.generate_batch(_prompts(engine), SamplingSpec(max_tokens=8, temperature=0.0))
     assert engine.cache.layer(0)[0].dtype == torch.bfloat16
     assert all(g.token_ids and all(map(math.isfinite, g.logprobs)) for g in gens)
     engine.close()

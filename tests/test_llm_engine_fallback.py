@@ -9,6 +9,7 @@ import torch
 
 from agentgym.llm.engine import FallbackEngine
 from agentgym.llm.engine.fallback_cache import PrefixCache
+from agentgym.llm.sampling import SamplingSpec
 
 CHAT = [
     {"role": "system", "content": "You are looking for one of the candidate movies."},
@@ -23,8 +24,14 @@ def engine(tiny_model):
 
 
 def _batch(engine, prompts, each):
-    """Submit together (one batch: the batch closes when full) and wait for all."""
-    futures = [engine.submit(p, **kw) for p, kw in zip(prompts, each, strict=True)]
+    """Submit together (one batch: the batch closes when full) and wait for all; ``each`` holds
+    every row's sampling settings and ``seed``."""
+    futures = [
+        engine.submit(p, SamplingSpec(**kw), seed=seed)
+        for p, (kw, seed) in zip(
+            prompts, [(k, k.pop("seed", None)) for k in map(dict, each)], strict=True
+        )
+    ]
     return [f.result() for f in futures]
 
 
@@ -39,7 +46,7 @@ def _prompts(engine):
 
 def test_each_row_stops_at_its_own_stop_string_and_the_batch_ends_early(engine):
     prompts = _prompts(engine)
-    sampling = dict(max_new_tokens=24, temperature=1.0, seed=11)
+    sampling = dict(max_tokens=24, temperature=1.0, seed=11)
     full = _batch(engine, prompts, [sampling] * 3)
     assert all(len(g.token_ids) == 24 and len(g.text) >= 5 for g in full)
     stops = [[g.text[3:5]] for g in full]  # a different stop per row, each early in its text
@@ -56,9 +63,9 @@ def test_each_row_stops_at_its_own_stop_string_and_the_batch_ends_early(engine):
 def test_a_row_without_stop_strings_ends_at_its_own_token_limit(engine):
     prompts = _prompts(engine)
     sampling = dict(temperature=1.0, seed=5)
-    full = _batch(engine, prompts, [sampling | {"max_new_tokens": 20}] * 3)
-    each = [sampling | {"max_new_tokens": 20, "stop": [full[0].text[2:4]]}]
-    each += [sampling | {"max_new_tokens": 6}, sampling | {"max_new_tokens": 4}]
+    full = _batch(engine, prompts, [sampling | {"max_tokens": 20}] * 3)
+    each = [sampling | {"max_tokens": 20, "stop": [full[0].text[2:4]]}]
+    each += [sampling | {"max_tokens": 6}, sampling | {"max_tokens": 4}]
     steps_before = engine.stats.steps
     out = _batch(engine, prompts, each)
     assert out[0].finish_reason == "stop"
@@ -69,9 +76,11 @@ def test_a_row_without_stop_strings_ends_at_its_own_token_limit(engine):
 
 def test_generate_batch_stops(engine):
     prompts = _prompts(engine)
-    full = engine.generate_batch(prompts, max_new_tokens=16, temperature=1.0, seed=3)
+    full = engine.generate_batch(prompts, SamplingSpec(max_tokens=16, temperature=1.0), seed=3)
     stop = full[0].text[1:3]
-    out = engine.generate_batch(prompts, max_new_tokens=16, temperature=1.0, seed=3, stop=[stop])
+    out = engine.generate_batch(
+        prompts, SamplingSpec(max_tokens=16, temperature=1.0, stop=[stop]), seed=3
+    )
     for g, whole in zip(out, full, strict=True):
         expected = whole.text[: whole.text.find(stop)] if stop in whole.text else whole.text
         assert g.text == expected
@@ -84,8 +93,8 @@ def test_prefix_cache_reuses_the_previous_turn_and_changes_nothing(tiny_model):
     chat[1]["content"] *= 4  # long enough to be prefilled on its own
     for _turn in range(3):
         prompt = cached.render(chat, None)
-        a = cached.generate(prompt, max_new_tokens=8)
-        b = plain.generate(prompt, max_new_tokens=8)
+        a = cached.generate(prompt, SamplingSpec(max_tokens=8))
+        b = plain.generate(prompt, SamplingSpec(max_tokens=8))
         assert a.token_ids == b.token_ids and a.text == b.text
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
         chat += [
@@ -104,8 +113,8 @@ def test_rows_still_going_continue_from_the_cache_in_a_smaller_batch(tiny_model)
     cached.chunk_tokens = 4
     plain = FallbackEngine(tiny_model, max_batch_size=3, max_wait_s=0.5, prefix_cache_mb=0)
     prompts = _prompts(plain)
-    each = [{"max_new_tokens": 20, "stop": ["\n" * 5]}, {"max_new_tokens": 20}]
-    each += [{"max_new_tokens": 11}]
+    each = [{"max_tokens": 20, "stop": ["\n" * 5]}, {"max_tokens": 20}]
+    each += [{"max_tokens": 11}]
     a, b = _batch(cached, prompts, each), _batch(plain, prompts, each)
     for x, y in zip(a, b, strict=True):
         assert (x.text, x.token_ids, x.finish_reason) == (y.text, y.token_ids, y.finish_reason)

@@ -155,7 +155,7 @@ def test_save_load_and_agent_spec(policy, tmp_path):
             )
     env = agentgym.make("Clarify-v0")
     agent = pm.pa_moe_agent(str(path), env)
-    agent.max_new_tokens = 6
+    agent.max_tokens = 6
     ep = rollout(env, agent, TaskSuite.load("clarify/test").tasks[0], seed=0, max_steps=3)
     assert len(ep.steps) == len(agent.routes) == 3
     with pytest.raises(FileNotFoundError, match="PA-MoE"):

@@ -15,15 +15,21 @@ import agentgym  # noqa: E402
 from agentgym.agents import pa_moe as pm  # noqa: E402
 from agentgym.agents.pa_moe import train as pmt  # noqa: E402  (registers model.policy: pa_moe)
 from agentgym.llm.engine import load_engine  # noqa: E402
+from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.rollout import rollout  # noqa: E402
 from agentgym.task import TaskSuite, write_tasks  # noqa: E402
 from agentgym.testing.noop import noop_suite  # noqa: E402
 from agentgym.train.batch import build_batch  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
-from agentgym.train.config import TrainConfig, load_config, set_dotted  # noqa: E402
+from agentgym.train.config import (  # noqa: E402
+    RolloutConfig,  # noqa: E402
+    TrainConfig,
+    load_config,
+    set_dotted,
+)
 from agentgym.train.envpool import LocalEnvPool  # noqa: E402
 from agentgym.train.policy import load_tokenizer, token_logprobs  # noqa: E402
-from agentgym.train.rollout import Job, Sampling, collect  # noqa: E402
+from agentgym.train.rollout import Job, collect  # noqa: E402
 from agentgym.train.trainer import Trainer  # noqa: E402
 
 OPTIONS = {"num_experts": 3, "lora_r": 4, "lora_dropout": 0.0, "router_dim": 16, "window": 3}
@@ -33,7 +39,7 @@ def _cfg(model, out, **over) -> TrainConfig:
     base = {
         "model": {"path": str(model), "policy": "pa_moe", "policy_options": OPTIONS},
         "env": {"id": "Household-v0", "suite": "household/train", "limit": 12},
-        "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 3, "max_new_tokens": 6},
+        "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 3, "max_tokens": 6},
         "algo": {"name": "grpo", "layout": "step"},
         "optim": {"lr": 3e-3},
         "steps": 2,
@@ -77,7 +83,8 @@ def routed(tiny_model):
         ChatFormat(tok, system_prompt=False),
         LocalEnvPool("Household-v0"),
         jobs,
-        Sampling(max_turns=4, max_new_tokens=6, temperature=1.0),
+        RolloutConfig(max_turns=4),
+        SamplingSpec(max_tokens=6, temperature=1.0),
         seed=1,
         picker=hook.adapter_picker(0, explore=True, seed=2),
     )
@@ -196,7 +203,12 @@ def test_two_household_steps_train_the_router(household_run):
     # adapters get no policy gradient (the router still learns its switching penalty)
     assert metrics["acr"] == 1.0
     assert not any(_changed(experts[k], _experts(trainer.model, k)) for k in range(3))
-    for name in ["router.safetensors", "pa_moe.json", "trainer_state.json", "expert_0/adapter_config.json"]:
+    for name in [
+        "router.safetensors",
+        "pa_moe.json",
+        "trainer_state.json",
+        "expert_0/adapter_config.json",
+    ]:
         assert (final / name).is_file(), name
 
 
@@ -223,7 +235,7 @@ def test_checkpoint_reloads_and_evaluates_via_the_agent_spec(household_run):
     for text in ["You arrive at desk 1.", "You pick up the mug 1 from the shelf 2."]:
         ra, rb = trainer.policy.policy.route(a, text), loaded.route(b, text)
         assert ra.expert == rb.expert and ra.probs == pytest.approx(rb.probs, abs=1e-6)
-    agent.max_new_tokens = 6
+    agent.max_tokens = 6
     task = TaskSuite.load("household/valid_unseen").tasks[0]
     ep = rollout(env, agent, task, seed=0, max_steps=3)
     assert len(ep.steps) == len(agent.routes) == 3 and all(r.tau is None for r in agent.routes)
@@ -254,7 +266,7 @@ def noop_sft(tiny_model, tmp_path_factory):
 def _noop_cfg(noop_sft, out, **over) -> TrainConfig:
     model, suite = noop_sft
     env = {"id": "NoOp-v0", "suite": suite, "system_prompt": False}
-    rollout_cfg = {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_new_tokens": 4}
+    rollout_cfg = {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_tokens": 4}
     return _cfg(model, out, env=env, rollout=rollout_cfg, **over)
 
 
@@ -317,7 +329,7 @@ def test_agentgym_train_runs_the_method_config(tiny_model, tmp_path):
         "rollout.tasks_per_step": 1,
         "rollout.group_size": 2,
         "rollout.max_turns": 2,
-        "rollout.max_new_tokens": 4,
+        "rollout.max_tokens": 4,
         "steps": 1,
         "threads": 1,
         "out_dir": tmp_path / "out",

@@ -17,6 +17,7 @@ import pytest
 import agentgym
 from agentgym.llm.clients import parse_tool_calls
 from agentgym.llm.models import KNOWN_MODELS, MARKER, FetchError, fetch, resolve_model_path
+from agentgym.llm.sampling import SamplingSpec
 
 SMOL = "smollm2"
 
@@ -109,7 +110,7 @@ def test_chat_template_is_chatml_and_round_trips_tool_calls(engine):
 
 def test_it_answers_a_simple_question(engine):
     prompt = engine.render([{"role": "user", "content": "What is the capital of France?"}], None)
-    out = engine.generate(prompt, max_new_tokens=12, stop=["\n"])
+    out = engine.generate(prompt, SamplingSpec(max_tokens=12, stop=["\n"]))
     assert "Paris" in out.text
 
 

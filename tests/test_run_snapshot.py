@@ -76,7 +76,7 @@ def _cfg(model: Path, out: Path, steps: int) -> TrainConfig:
             "model": {"path": str(model), "lora": {"r": 4, "alpha": 8}},
             "env": {"id": "NoOp-v0", "suite": str(suite), "system_prompt": False},
             "rollout": {"tasks_per_step": 2, "group_size": 3, "max_turns": 2,
-                        "max_new_tokens": 3},
+                        "max_tokens": 3},
             "optim": {"lr": 1e-2, "micro_batch_size": 6},
             "steps": steps, "seed": 0, "out_dir": str(out / "rl-1"), "threads": 1,
             "save_every": 1, "resume": True, "db": str(out / "train.db"),

@@ -7,9 +7,10 @@ import pytest
 from agentgym.llm.engine import load_engine
 from agentgym.task import TaskSuite
 from agentgym.train.chat import ChatFormat
+from agentgym.train.config import RolloutConfig
 from agentgym.train.envpool import LocalEnvPool, make_pool
 from agentgym.train.policy import load_model, load_tokenizer
-from agentgym.train.rollout import Job, Sampling, collect
+from agentgym.train.rollout import Job, collect
 
 ray = pytest.importorskip("ray")
 
@@ -27,13 +28,14 @@ def test_ray_pool_gives_the_same_episodes_as_the_local_pool(local_ray, tiny_mode
     chat = ChatFormat(tok, system_prompt=False)
     tasks = TaskSuite.load("clarify/train").filter(["easy"], 3).tasks
     jobs = [Job(t, t.id, k, k) for t in tasks for k in range(2)]
-    sampling = Sampling(max_turns=2, max_new_tokens=6)
+    rollout = RolloutConfig(max_turns=2, max_tokens=6)
+    sampling = rollout.for_env()
     pool = make_pool("Clarify-v0", backend="ray", num_workers=2)
     try:
-        remote, _ = collect(engine, chat, pool, jobs, sampling, seed=3)
+        remote, _ = collect(engine, chat, pool, jobs, rollout, sampling, seed=3)
     finally:
         pool.close()
-    local, _ = collect(engine, chat, LocalEnvPool("Clarify-v0"), jobs, sampling, seed=3)
+    local, _ = collect(engine, chat, LocalEnvPool("Clarify-v0"), jobs, rollout, sampling, seed=3)
     assert [e.ids for e in remote] == [e.ids for e in local]
     assert [e.episode.steps[-1].observation for e in remote] == [
         e.episode.steps[-1].observation for e in local

@@ -98,7 +98,7 @@ def _cfg(model: Path, out: Path, **over: object) -> TrainConfig:
         "model": {"path": str(model), "device": "cpu", "gradient_checkpointing": True,
                   "lora": {"r": 4, "alpha": 8}},
         "env": {"id": "NoOp-v0", "suite": str(suite)},
-        "rollout": {"tasks_per_step": 2, "group_size": 3, "max_turns": 2, "max_new_tokens": 3},
+        "rollout": {"tasks_per_step": 2, "group_size": 3, "max_turns": 2, "max_tokens": 3},
         "optim": {"lr": 1e-2, "micro_batch_size": 4},
         "steps": 2, "out_dir": str(out), "threads": 1,
     }  # fmt: skip

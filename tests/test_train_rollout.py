@@ -9,9 +9,10 @@ from agentgym.llm.engine import load_engine
 from agentgym.task import TaskSuite
 from agentgym.train.batch import build_batch, token_weights
 from agentgym.train.chat import ChatFormat
+from agentgym.train.config import RolloutConfig
 from agentgym.train.envpool import LocalEnvPool
 from agentgym.train.policy import load_model, load_tokenizer, token_logprobs
-from agentgym.train.rollout import Job, Sampling, collect
+from agentgym.train.rollout import Job, collect
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,9 @@ def rolled(policy):
     chat = ChatFormat(tok, system_prompt=False)
     tasks = TaskSuite.load("clarify/train").filter(["easy"], 2).tasks
     jobs = [Job(t, t.id, k, k) for t in tasks for k in range(2)]
-    sampling = Sampling(max_turns=3, max_new_tokens=8, temperature=1.0)
-    episodes, stats = collect(engine, chat, LocalEnvPool("Clarify-v0"), jobs, sampling, seed=1)
+    rollout = RolloutConfig(max_turns=3, max_tokens=8, temperature=1.0)
+    pool = LocalEnvPool("Clarify-v0")
+    episodes, stats = collect(engine, chat, pool, jobs, rollout, rollout.for_env(), seed=1)
     return episodes, stats, chat
 
 
@@ -151,11 +153,12 @@ def test_an_episode_samples_the_same_text_alone_or_in_any_batch(policy):
     chat = ChatFormat(tok, system_prompt=False)
     tasks = TaskSuite.load("clarify/train").filter(["easy"], 3).tasks
     jobs = [Job(t, t.id, k, 100 + 10 * i + k) for i, t in enumerate(tasks) for k in range(2)]
-    sampling = Sampling(max_turns=3, max_new_tokens=8, temperature=1.0)
+    rollout = RolloutConfig(max_turns=3, max_tokens=8, temperature=1.0)
 
     def texts(batch, max_batch_size=8):
         engine = load_engine("local", model, max_batch_size, tokenizer=tok)
-        episodes, _ = collect(engine, chat, LocalEnvPool("Clarify-v0"), batch, sampling, seed=1)
+        pool = LocalEnvPool("Clarify-v0")
+        episodes, _ = collect(engine, chat, pool, batch, rollout, rollout.for_env(), seed=1)
         return {ep.episode.seed: ep.ids for ep in episodes}
 
     together = texts(jobs)
@@ -172,19 +175,19 @@ def test_rollouts_use_the_env_s_sampling_spec(policy):
     from agentgym.testing import ScriptedClient
 
     env_class = spec("Household-v0").load()
-    rollout = SamplingSpec.for_env(env_class, 1.0, 0.9, max_tokens=12)
-    assert rollout == SamplingSpec(max_tokens=12, stop=["\n"], temperature=1.0, top_p=0.9)
+    rollout = RolloutConfig(max_turns=2, max_tokens=12, top_p=0.9)
+    sampling = rollout.for_env(env_class)
+    assert sampling == SamplingSpec(max_tokens=12, stop=("\n",), temperature=1.0, top_p=0.9)
+    assert type(sampling) is SamplingSpec and hash(sampling) == hash(sampling.for_env())
     agent = ChatAgent(ScriptedClient(["look"]), make("Household-v0"))
-    assert (agent.max_tokens, agent.stop) == (env_class.action_max_tokens, ["\n"])
-    assert agent.sampling == SamplingSpec.for_env(env_class)
-    sampling = Sampling.from_spec(rollout, max_turns=2)
-    assert (sampling.max_new_tokens, sampling.stop, sampling.top_p) == (12, ("\n",), 0.9)
+    assert (agent.max_tokens, agent.sampling.stop) == (env_class.action_max_tokens, ("\n",))
+    assert agent.sampling == SamplingSpec().for_env(env_class)
     model, tok = policy
     engine = load_engine("local", model, tokenizer=tok)
     tasks = TaskSuite.load("household/train").tasks[:3]
     jobs = [Job(t, t.id, 0, i) for i, t in enumerate(tasks)]
     episodes, _ = collect(
-        engine, ChatFormat(tok), LocalEnvPool("Household-v0"), jobs, sampling, seed=0
+        engine, ChatFormat(tok), LocalEnvPool("Household-v0"), jobs, rollout, sampling, seed=0
     )
     actions = [tok.decode(s.usage.token_ids) for ep in episodes for s in ep.episode.steps]
     assert actions and not any("\n" in a for a in actions)

@@ -28,7 +28,7 @@ def test_sft_then_grpo_on_sandboxed_swe(provider, tiny_model, tmp_path):
             "limit": 2,
             "system_prompt": False,
         },
-        "rollout": {"tasks_per_step": 1, "group_size": 2, "max_turns": 2, "max_new_tokens": 8},
+        "rollout": {"tasks_per_step": 1, "group_size": 2, "max_turns": 2, "max_tokens": 8},
         "sft": {"batch_size": 2},
         "steps": 1,
         "out_dir": str(tmp_path / "sft"),

@@ -98,7 +98,7 @@ def _cfg(model, root, out, **over) -> TrainConfig:
     data: dict = {
         "model": {"path": str(model), "device": "cpu"},
         "env": {"id": "NoOp-v0", "suite": str(root / "noop.jsonl"), "system_prompt": False},
-        "rollout": {"tasks_per_step": 4, "group_size": 4, "max_turns": 2, "max_new_tokens": 4},
+        "rollout": {"tasks_per_step": 4, "group_size": 4, "max_turns": 2, "max_tokens": 4},
         "optim": {"lr": 3e-3, "micro_batch_size": 3},
         "sft": {"batch_size": 6},
         "steps": 1, "seed": 1, "out_dir": str(out), "threads": 1, "resume": False,

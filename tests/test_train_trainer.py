@@ -35,7 +35,7 @@ def _cfg(model: str, suite: str, out, **over) -> TrainConfig:
     base = {
         "model": {"path": str(model)},
         "env": {"id": "NoOp-v0", "suite": suite, "system_prompt": False},
-        "rollout": {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_new_tokens": 4},
+        "rollout": {"tasks_per_step": 3, "group_size": 4, "max_turns": 2, "max_tokens": 4},
         "optim": {"lr": 3e-3, "micro_batch_size": 8},
         "sft": {"batch_size": 6},
         "steps": 2,
@@ -398,7 +398,7 @@ def test_greedy_held_out_episodes_equal_agentgym_eval_on_the_same_checkpoint(
     spec = trainer.cfg.rollout
     held_out = {ep.episode.task_id: ep.episode for ep in trainer.eval_episodes()}
     trainer.close()
-    agent = f"hf:{final}?demonstration=false&max_tokens={spec.max_new_tokens}"
+    agent = f"hf:{final}?demonstration=false&max_tokens={spec.max_tokens}"
     run = evaluate(noop_tasks, agent, db=tmp_path / "e.db", max_steps=spec.max_turns, seed=0)
     evaluated = {ep.task_id: ep for ep in run.store.episodes(run.run_id)}
     assert sorted(held_out) == sorted(evaluated) and len(held_out) == 6
@@ -418,7 +418,7 @@ def test_held_out_eval_stops_one_line_actions_as_agentgym_eval_does(tiny_model, 
         "env.system_prompt": True,
         "env.eval_suite": "household/valid_seen",
         "env.eval_limit": 3,
-        "rollout.max_new_tokens": 48,
+        "rollout.max_tokens": 48,
     }
     trainer = Trainer(_cfg(tiny_model, "household/train", tmp_path / "t", **over))
     held_out = {ep.episode.task_id: ep.episode for ep in trainer.eval_episodes()}

@@ -30,7 +30,7 @@ def trained(tiny_model, tmp_path_factory):
     cfg = TrainConfig.model_validate({
         "model": {"path": str(tiny_model)},
         "env": {"id": "NoOp-v0", "suite": str(suite), "eval_suite": str(suite), "system_prompt": False},
-        "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 2, "max_new_tokens": 4},
+        "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 2, "max_tokens": 4},
         "steps": 2, "eval_every": 1, "seed": 0, "threads": 1,
         "out_dir": str(root / "out"), "db": str(root / "t.db"), "run_name": "watch",
     })  # fmt: skip

@@ -60,7 +60,7 @@ def two_steps(tiny_model, tmp_path_factory):
         args,
         limit=4,
         max_turns=4,
-        max_new_tokens=16,
+        max_tokens=16,
         processing_class=tokenizer,
     )
     captured: list[dict] = []

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("vllm", reason="the vllm extra is not installed")
 pytestmark = pytest.mark.timeout(1200)  # loading vLLM takes minutes on a loaded 2-core machine
 
-from agentgym.llm.engine import LocalEngine  # noqa: E402
+from agentgym.llm.engine import LocalEngine, SamplingSpec  # noqa: E402
 from agentgym.llm.engine.vllm import VLLMEngine  # noqa: E402
 
 SMOL = "smollm2"
@@ -60,8 +60,8 @@ def vllm_engine():
 
 def test_greedy_tokens_match_local_engine_on_50_chat_prompts(local, vllm_engine, capsys):
     prompts = chat_prompts(local, 50)
-    ours = local.generate_batch(prompts, max_new_tokens=32, keep_eos=True)
-    theirs = vllm_engine.generate_batch(prompts, max_new_tokens=32, keep_eos=True)
+    ours = local.generate_batch(prompts, SamplingSpec(max_tokens=32), keep_eos=True)
+    theirs = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=32), keep_eos=True)
     share = agreement([g.token_ids for g in ours], [g.token_ids for g in theirs])
     whole = sum(a.token_ids == b.token_ids for a, b in zip(ours, theirs, strict=True))
     with capsys.disabled():
@@ -79,21 +79,25 @@ def test_greedy_tokens_match_local_engine_on_50_chat_prompts(local, vllm_engine,
 def test_stops_and_seeds_mean_what_they_mean_in_local_engine(local, vllm_engine):
     prompts = chat_prompts(local, 4)
     for stop in (["."], [" the", "\n"]):
-        ours = local.generate_batch(prompts, max_new_tokens=24, stop=stop)
-        theirs = vllm_engine.generate_batch(prompts, max_new_tokens=24, stop=stop)
+        ours = local.generate_batch(prompts, SamplingSpec(max_tokens=24, stop=stop))
+        theirs = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=24, stop=stop))
         for a, b in zip(ours, theirs, strict=True):
             assert not any(s in b.text for s in stop)
             if a.token_ids == b.token_ids:
                 assert (a.text, a.finish_reason) == (b.text, b.finish_reason)
-    ended = vllm_engine.generate_batch(prompts[:1], max_new_tokens=200, keep_eos=True)[0]
+    ended = vllm_engine.generate_batch(prompts[:1], SamplingSpec(max_tokens=200), keep_eos=True)[0]
     assert ended.finish_reason == "stop" and ended.token_ids[-1] == local.tokenizer.eos_token_id
     assert local.tokenizer.eos_token not in ended.text
-    cut = vllm_engine.generate_batch(prompts[:1], max_new_tokens=200)[0]
+    cut = vllm_engine.generate_batch(prompts[:1], SamplingSpec(max_tokens=200))[0]
     assert cut.token_ids == ended.token_ids[:-1] and cut.text == ended.text
-    batch = vllm_engine.generate_batch(prompts, max_new_tokens=12, temperature=1.0, seed=7)
-    alone = vllm_engine.generate(prompts[2], max_new_tokens=12, temperature=1.0, seed=9)
+    batch = vllm_engine.generate_batch(
+        prompts, SamplingSpec(max_tokens=12, temperature=1.0), seed=7
+    )
+    alone = vllm_engine.generate(prompts[2], SamplingSpec(max_tokens=12, temperature=1.0), seed=9)
     assert alone.token_ids == batch[2].token_ids  # prompt i samples with seed + i, in any batch
-    again = vllm_engine.generate_batch(prompts, max_new_tokens=12, temperature=1.0, seed=7)
+    again = vllm_engine.generate_batch(
+        prompts, SamplingSpec(max_tokens=12, temperature=1.0), seed=7
+    )
     assert [g.token_ids for g in again] == [g.token_ids for g in batch]
     assert all(lp <= 0 for g in batch for lp in g.logprobs)
 
@@ -115,20 +119,20 @@ def test_a_lora_adapter_changes_the_output_and_swapping_back_restores_it(
     model.save_pretrained(tmp_path / "adapter")
     merged = LocalEngine.from_model(model.merge_and_unload(), local.tokenizer)
     prompts = chat_prompts(local, 4)
-    base = vllm_engine.generate_batch(prompts, max_new_tokens=16)
+    base = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=16))
     vllm_engine.set_lora(tmp_path / "adapter")
-    adapted = vllm_engine.generate_batch(prompts, max_new_tokens=16)
+    adapted = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=16))
     assert all(a.token_ids != b.token_ids for a, b in zip(base, adapted, strict=True))
-    expected = merged.generate_batch(prompts, max_new_tokens=16)
+    expected = merged.generate_batch(prompts, SamplingSpec(max_tokens=16))
     assert agreement([g.token_ids for g in adapted], [g.token_ids for g in expected]) >= 0.9
     vllm_engine.set_lora(None)
-    assert [g.token_ids for g in vllm_engine.generate_batch(prompts, max_new_tokens=16)] == [
-        g.token_ids for g in base
-    ]
+    assert [
+        g.token_ids for g in vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=16))
+    ] == [g.token_ids for g in base]
     vllm_engine.set_lora(tmp_path / "adapter")
-    assert [g.token_ids for g in vllm_engine.generate_batch(prompts, max_new_tokens=16)] == [
-        g.token_ids for g in adapted
-    ]
+    assert [
+        g.token_ids for g in vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=16))
+    ] == [g.token_ids for g in adapted]
     vllm_engine.set_lora(None)
 
 
@@ -136,15 +140,15 @@ def test_load_weights_replaces_the_engines_weights(local, vllm_engine):
     import torch
 
     prompts = chat_prompts(local, 2)
-    before = vllm_engine.generate_batch(prompts, max_new_tokens=8)
+    before = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=8))
     state = {k: v.clone() for k, v in local.model.state_dict().items()}
     changed = dict(state)
     changed["model.norm.weight"] = -state["model.norm.weight"]
     vllm_engine.load_weights(changed.items())
-    flipped = vllm_engine.generate_batch(prompts, max_new_tokens=8)
+    flipped = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=8))
     vllm_engine.load_weights(state.items())
     assert [g.token_ids for g in flipped] != [g.token_ids for g in before]
-    restored = vllm_engine.generate_batch(prompts, max_new_tokens=8)
+    restored = vllm_engine.generate_batch(prompts, SamplingSpec(max_tokens=8))
     assert [g.token_ids for g in restored] == [g.token_ids for g in before]
     assert torch.equal(local.model.state_dict()["model.norm.weight"], state["model.norm.weight"])
 
@@ -197,7 +201,7 @@ def test_an_engine_starts_after_numba_has_compiled_in_the_process(tiny_vllm_mode
     assert numba.njit(lambda x: x + 1)(1) == 2
     engine = VLLMEngine(tiny_vllm_model, max_batch_size=2, kv_cache_gb=0.25)
     try:
-        assert len(engine.generate([1, 2, 3], max_new_tokens=2).token_ids) >= 1
+        assert len(engine.generate([1, 2, 3], SamplingSpec(max_tokens=2)).token_ids) >= 1
     finally:
         engine.close()
 
@@ -219,7 +223,7 @@ def test_two_grpo_steps_on_kbqa_with_vllm_rollouts_log_the_logprob_gap(
                 "tasks_per_step": 2,
                 "group_size": 2,
                 "max_turns": 2,
-                "max_new_tokens": 8,
+                "max_tokens": 8,
             },
             # every reward is 0 here: the entropy term is what moves the weights between steps
             "algo": {"entropy_coef": 0.1},
