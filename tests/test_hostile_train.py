@@ -322,6 +322,20 @@ def test_every_numeric_field_refuses_what_is_out_of_bounds(name, kind):
         assert "does not read" not in message, message  # refused for the value, not the key
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("max_new_tokens", "max_tokens"), ("context_tokens", "max_context_tokens")],
+)
+def test_a_renamed_rollout_key_is_refused_in_one_line_naming_the_new_one(tmp_path, old, new):
+    path = tmp_path / "old.yaml"
+    path.write_text(f"model: {{path: x}}\nenv: {{id: NoOp-v0}}\nrollout: {{{old}: 16}}\n")
+    with pytest.raises(ValueError) as refused:
+        load_config(path)
+    assert str(refused.value) == f"{path}: rollout.{old}: renamed to rollout.{new}"
+    with pytest.raises(ValueError, match=rf"^override 'rollout.{old}=16': .* rollout\.{new}$"):
+        load_config(None, [*BASE, f"rollout.{old}=16"])
+
+
 @pytest.mark.parametrize("value", [".nan", "-1e30"])
 def test_a_bad_learning_rate_is_one_line_before_anything_loads(tiny_model, tmp_path, value):
     out = tmp_path / "out"

@@ -3,12 +3,13 @@
 import json
 
 import pytest
+from pydantic import ValidationError
 
 import agentgym
-from agentgym.chat_agent import ChatAgent, ChatAgentConfig, FormatError, parse_action
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig, FormatError, chat_agent, parse_action
 from agentgym.llm import ChatRequest, make_client
 from agentgym.llm.clients import ClientOptions, HFClient
-from agentgym.llm.sampling import turn_seed
+from agentgym.llm.sampling import SamplingSpec, turn_seed
 from agentgym.task import TaskSuite
 from agentgym.testing import ScriptedClient, noop_suite
 
@@ -126,6 +127,32 @@ def test_env_sets_stop_tokens_and_demonstration():
     free.reset({})
     free.act("obs", {})
     assert client.requests[-1].stop is None and client.requests[-1].max_tokens == 99
+
+
+def test_sampling_keys_of_an_agent_spec_are_the_sampling_spec_s(tiny_model):
+    """The sampling options of ``--agent`` are SamplingSpec's own fields, top_p included; the
+    spec an engine request carries is immutable and hashable."""
+    client = ScriptedClient(lambda req: "ask[a=b]")
+    config = ChatAgentConfig(top_p=0.5, stop=["END"], temperature=0.3, demonstration=False)
+    agent = ChatAgent(client, agentgym.make("Clarify-v0"), config)
+    agent.reset({})
+    agent.act("obs", {})
+    request = client.requests[-1]
+    assert (request.top_p, request.stop, request.temperature) == (0.5, ["END"], 0.3)
+    assert agent.sampling == SamplingSpec(max_tokens=48, stop=("END",), temperature=0.3, top_p=0.5)
+    assert hash(agent.sampling) == hash(SamplingSpec(**dict(agent.sampling)))
+    with pytest.raises(ValidationError, match="frozen"):
+        agent.sampling.temperature = 1.0  # type: ignore[misc]
+    assert chat_agent(f"hf:{tiny_model}?top_p=0.9&max_tokens=4", None).sampling.top_p == 0.9
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [("context_tokens", "max_context_tokens"), ("max_new_tokens", "max_tokens")]
+)
+def test_a_renamed_agent_option_is_refused_naming_the_new_one(tiny_model, old, new):
+    with pytest.raises(ValueError) as refused:
+        chat_agent(f"hf:{tiny_model}?{old}=400", None)
+    assert str(refused.value) == f"agent option {old!r} was renamed to {new!r}"
 
 
 def test_env_that_parses_replies_gets_them_whole():
