@@ -204,7 +204,7 @@ def test_experiment_takes_a_pretrained_checkpoint(tiny_model, tmp_path):
     argv = [
         "--model", str(tiny_model), "--model-layers", "2", "--lora-layers", "1", "--lora-r", "4",
         "--seeds", "0", "--train-tasks", "2", "--k", "1", "--steps", "2", "--batch-size", "2",
-        "--eval-tasks", "2", "--eval-samples", "1", "--max-new-tokens", "8",
+        "--eval-tasks", "2", "--eval-samples", "1", "--max-tokens", "8",
         "--results", str(results_md),
     ]  # fmt: skip
     (result,) = exp.main(argv)

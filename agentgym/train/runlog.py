@@ -59,10 +59,15 @@ ADDED_LATER = (
     ("rollout", "harness", None),
     ("rollout", "harness_parallel", 4),
     ("rollout", "harness_timeout_s", 600.0),
+    ("rollout", "stop", None),
 )
 """Settings added after runs were stored, with their defaults: at their default they stay out of
 the run id, so a config that does not set them keeps the id it had, and its rerun resumes that
 run."""
+
+RENAMED_LATER = (("rollout", "max_tokens", "max_new_tokens"),)
+"""Settings renamed after runs were stored, with the name they had: the run id hashes them under
+it, so a config keeps the id it had before the rename."""
 
 
 def config_for_run_id(cfg: TrainConfig) -> dict[str, Any]:
@@ -71,6 +76,8 @@ def config_for_run_id(cfg: TrainConfig) -> dict[str, Any]:
     for section, name, default in ADDED_LATER:
         if dump[section].get(name) == default:
             del dump[section][name]
+    for section, name, old in RENAMED_LATER:
+        dump[section][old] = dump[section].pop(name)
     return dump
 
 
