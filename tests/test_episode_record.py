@@ -64,7 +64,12 @@ def test_an_episode_cut_by_the_turn_limit_is_a_limit_in_every_loop(tmp_path):
 def test_the_outcome_follows_the_latest_step_and_a_failure_clears_it():
     episode = Episode(task_id="t", env_id="e")
     episode.record_step("a", "o1", 0.5, False, False, {"success": True, "score": 0.5})
-    assert (episode.success, episode.score, episode.reward, episode.ended) == (True, 0.5, 0.5, False)
+    assert (episode.success, episode.score, episode.reward, episode.ended) == (
+        True,
+        0.5,
+        0.5,
+        False,
+    )
     episode.record_step("b", "o2", 1.0, False, True, {"score": None, "tools": [{"x": 1}]})
     assert (episode.success, episode.score, episode.reward) == (False, 0.0, 1.5)
     assert episode.ended and episode.status == "limit"  # the env truncated it
