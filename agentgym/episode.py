@@ -2,6 +2,11 @@
 
 Plain pydantic models, versioned by ``FORMAT_VERSION``. For training they also carry token ids,
 logprobs and the loss mask (agent tokens 1, environment tokens 0); evaluation leaves those empty.
+
+Every loop that plays episodes (``agentgym eval``'s :func:`agentgym.rollout.rollout`, the
+trainer's batched rollouts, a harness program) records the env's answers through
+:meth:`Episode.record_step` and failures through :meth:`Episode.fail`, so a step's record, the
+return and how an episode's outcome is read from the env are the same whoever played it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 FORMAT_VERSION = 1
+
+STEP_INFO_DROPPED = ("available_actions", "tools")
+"""Info keys that repeat every step and are not kept on it (the first observation's info has them)."""
 
 EpisodeStatus = Literal["completed", "limit", "error"]
 """``completed``: the env ended the episode; ``limit``: a step/time/turn limit ended it;
@@ -90,3 +98,63 @@ class Episode(BaseModel):
     @property
     def cost(self) -> float:
         return sum(s.usage.cost for s in self.steps)
+
+    def record_step(
+        self,
+        action: str,
+        observation: str,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+        usage: Usage | None = None,
+        agent_latency_s: float = 0.0,
+        env_latency_s: float = 0.0,
+    ) -> Step:
+        """Append the env's answer to ``action`` as the next step and add its reward to the
+        return. The episode's ``success`` and ``score`` are those of its latest step's info, and
+        a step that ends the episode sets its status: ``completed`` when the env terminated it,
+        ``limit`` when the env truncated it."""
+        step = Step(
+            t=len(self.steps),
+            action=action,
+            observation=observation,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            valid=bool(info.get("valid", True)),
+            info=step_info(info),
+            agent_latency_s=agent_latency_s,
+            env_latency_s=env_latency_s,
+            usage=usage or Usage(),
+        )
+        self.steps.append(step)
+        self.reward += reward
+        self.success = bool(info.get("success", False))
+        self.score = float(info.get("score", 0.0) or 0.0)
+        if self.ended:
+            self.status = "completed" if terminated else "limit"
+        return step
+
+    @property
+    def ended(self) -> bool:
+        """The env ended the episode (its last step terminated or truncated it), or it failed."""
+        last = self.steps[-1] if self.steps else None
+        return self.status == "error" or (last is not None and (last.terminated or last.truncated))
+
+    def fail(self, error: str, status: EpisodeStatus = "error") -> None:
+        """End the episode on a failure (``error``) or on a limit that cut a call short
+        (``limit``): never a success, whatever the env said before."""
+        self.status, self.error = status, error
+        self.success, self.score = False, 0.0
+
+
+def step_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The part of an env's ``info`` a step keeps: JSON values as they are, anything else as its
+    ``repr``, without the keys that repeat every step (:data:`STEP_INFO_DROPPED`)."""
+    kept: dict[str, Any] = {}
+    for k, v in info.items():
+        if k in STEP_INFO_DROPPED:
+            continue
+        kept[k] = v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else repr(v)
+    return kept

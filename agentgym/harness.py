@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentgym.episode import Episode, Step
+
 ENV_VAR = "AGENTGYM_EPISODE"
 
 
@@ -48,12 +50,19 @@ class HarnessEpisode:
         self.task = Task.model_validate(spec["task"])
         self.env: Any = make(spec["env_id"], **spec.get("env_kwargs", {}))
         self.system_prompt: str = str(getattr(self.env.unwrapped, "system_prompt", ""))
+        self.record = Episode(
+            task_id=self.task.id,
+            env_id=spec["env_id"],
+            seed=int(spec["seed"]),
+            started_at=time.time(),
+        )
+        """What the env returned, recorded as every episode loop records it."""
         self.observation, self.info = self.env.reset(
             seed=int(spec["seed"]), options={"task": self.task}
         )
-        self.steps: list[dict[str, Any]] = []
+        self.record.instruction = str(self.info.get("instruction", ""))
+        self.record.first_observation = self.observation
         self.done = False
-        self.started = time.time()
 
     @classmethod
     def from_environ(cls) -> HarnessEpisode:
@@ -80,31 +89,21 @@ class HarnessEpisode:
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Step the env; the episode is :attr:`done` when it ends or reaches ``max_turns``."""
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.steps.append(
-            {
-                "action": action,
-                "observation": obs,
-                "reward": float(reward),
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-                "success": bool(info.get("success", False)),
-                "score": float(info.get("score", 0.0) or 0.0),
-            }
-        )
+        self.record.record_step(action, obs, float(reward), bool(terminated), bool(truncated), info)
         self.observation, self.info = obs, info
-        self.done = terminated or truncated or len(self.steps) >= self.max_turns
+        self.done = self.record.ended or len(self.record.steps) >= self.max_turns
         return obs, float(reward), bool(terminated), bool(truncated), info
 
+    @property
+    def steps(self) -> list[Step]:
+        """The steps played so far."""
+        return self.record.steps
+
     def finish(self) -> None:
-        """Write what the env returned for the trainer (the file the episode spec names)."""
-        last = self.steps[-1] if self.steps else {}
-        result = {
-            "steps": self.steps,
-            "reward": sum(s["reward"] for s in self.steps),
-            "success": bool(last.get("success", False)),
-            "score": float(last.get("score", 0.0)),
-            "ended": bool(last.get("terminated") or last.get("truncated")),
-            "duration_s": time.time() - self.started,
-        }
-        Path(self.spec["result"]).write_text(json.dumps(result), encoding="utf-8")
+        """Write the episode's record for the trainer (the file the episode spec names): an
+        episode the env did not end stopped at ``max_turns``."""
+        if not self.record.ended:
+            self.record.status = "limit"
+        self.record.duration_s = time.time() - self.record.started_at
+        Path(self.spec["result"]).write_text(self.record.model_dump_json(), encoding="utf-8")
         self.env.close()

@@ -23,18 +23,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from agentgym.agent import Action, Agent
-from agentgym.episode import Episode, Step, Usage
+from agentgym.episode import Episode, Usage
 from agentgym.task import Task
-
-
-def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
-    """Keep what the store can hold; ``available_actions`` and tool schemas are dropped per step."""
-    out: dict[str, Any] = {}
-    for k, v in info.items():
-        if k in ("available_actions", "tools"):
-            continue
-        out[k] = v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else repr(v)
-    return out
 
 
 class _Abandoned(Exception):
@@ -127,40 +117,28 @@ def rollout(
                 (action.text, action.usage) if isinstance(action, Action) else (action, Usage())
             )
             obs, reward, terminated, truncated, info = call("env.step", env.step, text)
-            t2 = time.perf_counter()
-            episode.steps.append(
-                Step(
-                    t=len(episode.steps),
-                    action=text if isinstance(text, str) else repr(text),  # env said invalid
-                    observation=obs,
-                    reward=reward,
-                    terminated=terminated,
-                    truncated=truncated,
-                    valid=info.get("valid", True),
-                    info=_jsonable(info),
-                    agent_latency_s=t1 - t0,
-                    env_latency_s=t2 - t1,
-                    usage=usage,
-                )
+            episode.record_step(
+                text if isinstance(text, str) else repr(text),  # the env said it was invalid
+                obs,
+                reward,
+                terminated,
+                truncated,
+                info,
+                usage,
+                agent_latency_s=t1 - t0,
+                env_latency_s=time.perf_counter() - t1,
             )
-            episode.reward += reward
-            if terminated or truncated:
-                episode.status = "completed" if terminated else "limit"
+            if episode.ended:
                 break
-        final = episode.steps[-1].info if episode.steps else {}
-        episode.success = bool(final.get("success", False))
-        episode.score = float(final.get("score", 0.0))
     except _Abandoned as e:
-        episode.status = "limit"
-        episode.error = (
+        why = (
             f"time limit of {time_limit_s}s reached during {e}, which was abandoned (still running)"
         )
-        episode.success, episode.score = False, 0.0
+        episode.fail(why, status="limit")
         if on_abandon is not None:
             on_abandon()
     except Exception:
-        episode.status, episode.error = "error", traceback.format_exc()
-        episode.success, episode.score = False, 0.0
+        episode.fail(traceback.format_exc())
     finally:
         call.close()
     episode.duration_s = time.time() - started

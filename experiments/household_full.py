@@ -93,8 +93,8 @@ def searcher_rows(
     return rows if won else None
 
 
-def pick_tasks(episodes: int, seed: int) -> list[Task]:
-    """``episodes`` training tasks, as even over the six types as the split allows."""
+def pick_tasks(episodes: int, seed: int, kinds: tuple[str, ...] = TASK_TYPES) -> list[Task]:
+    """``episodes`` training tasks, as even over ``kinds`` (task types) as the split allows."""
     by_type: dict[str, list[Task]] = defaultdict(list)
     for t in TaskSuite.load("household/train"):
         by_type[t.config["task_type"]].append(t)
@@ -102,8 +102,8 @@ def pick_tasks(episodes: int, seed: int) -> list[Task]:
     for tasks in by_type.values():
         rng.shuffle(tasks)
     picked: list[Task] = []
-    per_type = -(-episodes // len(TASK_TYPES))
-    for kind in TASK_TYPES:
+    per_type = -(-episodes // len(kinds))
+    for kind in kinds:
         picked += by_type[kind][: per_type + 16]  # spares for the searcher's misses
     return picked
 
@@ -308,7 +308,7 @@ def played_episodes(db: Path, spec: str, tasks: dict[str, Task]) -> dict[str, An
 
 def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any]:
     """DAgger's data: the stage's checkpoint plays ``--episodes`` training tasks (drawn evenly
-    per type with ``--seed`` + 1, so not the SFT draw) greedily through ``agentgym eval``
+    over the ``--types`` with ``--seed`` + 1, so not the SFT draw) greedily through ``agentgym eval``
     (``dagger.db``, resumable), and every state it reached is labelled with the searcher's
     command (:func:`~agentgym.agents.context.relabel_rows`). Writes ``dagger.jsonl`` and
     ``dagger.json`` (episodes won, rows, how often the learner already did what the searcher
@@ -318,9 +318,10 @@ def run_dagger(out: Path, stage: str, args: argparse.Namespace) -> dict[str, Any
     from agentgym.agents.context import relabel_rows
     from agentgym.envs.household.searcher import next_command
 
-    per_type = -(-args.episodes // len(TASK_TYPES))
-    drawn = pick_tasks(args.episodes, args.seed + 1)
-    tasks = [t for kind in TASK_TYPES
+    kinds = tuple(k for k in TASK_TYPES if SHORT[k] in args.types)
+    per_type = -(-args.episodes // len(kinds))
+    drawn = pick_tasks(args.episodes, args.seed + 1, kinds)
+    tasks = [t for kind in kinds
              for t in [t for t in drawn if t.config["task_type"] == kind][:per_type]]  # fmt: skip
     suite = out / "dagger-tasks.jsonl"
     suite.write_text("".join(t.model_dump_json() + "\n" for t in tasks))
@@ -773,6 +774,8 @@ def parser() -> argparse.ArgumentParser:
                    help="notes line in the bounded prompt (household), in data, rl and eval")  # fmt: skip
     p.add_argument("--episodes", type=int, default=240, help="searcher episodes for SFT")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--types", nargs="+", choices=list(SHORT.values()), default=list(SHORT.values()),
+                   help="dagger: draw the learner's episodes from these task types only")  # fmt: skip
     p.add_argument("--stutter", type=float, default=0.0,
                    help="data: chance of repeating a `go to` in the demonstrations' history")  # fmt: skip
     p.add_argument("--lora-r", type=int, default=16)

@@ -67,6 +67,15 @@ def test_task_draw_covers_every_type_evenly():
     assert [t.id for t in recipe.pick_tasks(12, seed=0)] == [t.id for t in tasks]
 
 
+def test_a_dagger_draw_can_aim_at_some_task_types():
+    aimed = ("pick_cool_then_place_in_recep", "pick_two_obj_and_place")
+    tasks = recipe.pick_tasks(12, seed=0, kinds=aimed)
+    kinds = [t.config["task_type"] for t in tasks]
+    assert set(kinds) == set(aimed) and kinds.count(aimed[0]) == kinds.count(aimed[1]) >= 6
+    args = recipe.parser().parse_args(["dagger", "--types", "cool", "puttwo"])
+    assert args.types == ["cool", "puttwo"]
+
+
 def store_stages(
     store: Store, out: Path, stages: list[str], won: dict[str, tuple[bool, ...]]
 ) -> None:

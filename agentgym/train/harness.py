@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentgym.episode import Episode, Step
+from pydantic import ValidationError
+
+from agentgym.episode import Episode
 from agentgym.harness import ENV_VAR
 from agentgym.llm.recording import Recorder
 from agentgym.llm.sampling import SamplingSpec
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 
 STDERR_TAIL = 2000
 """Characters of a failed harness's stderr kept in its episode's error."""
+IDENTITY = {"task_id", "env_id", "sample", "seed", "started_at"}
+"""The fields of a harness episode's record the trainer sets: which job it was and when it began."""
 
 
 @dataclass
@@ -188,30 +192,21 @@ class HarnessRollouts:
                 why += f": {stderr}"
         if why is None and not r.result.is_file():
             why = "wrote no result (call HarnessEpisode.finish() at the end)"
+        played = None
+        if why is None:
+            try:
+                played = Episode.model_validate_json(r.result.read_bytes())
+            except ValidationError as e:
+                why = f"its result is not an episode record: {e.errors()[0]['msg']}"
         calls = self.recorder.calls(r.session)
         self.recorder.forget(r.session)
-        if why is not None:
-            record.status, record.error = "error", f"harness failed: {why}"
+        if why is not None or played is None:
+            record.fail(f"harness failed: {why}")
             return TokenEpisode(episode=record, group=r.job.group)
-        result = json.loads(r.result.read_text(encoding="utf-8"))
-        record.reward = float(result["reward"])
-        record.success = bool(result["success"])
-        record.score = float(result["score"])
-        record.status = "completed" if result["ended"] else "limit"
-        record.duration_s = float(result["duration_s"])
-        record.steps = [
-            Step(
-                t=t,
-                action=s["action"],
-                observation=s["observation"],
-                reward=s["reward"],
-                terminated=s["terminated"],
-                truncated=s["truncated"],
-            )
-            for t, s in enumerate(result["steps"])
-        ]
+        # the env's outcome as the harness recorded it; who played it as the trainer knows it
+        record = played.model_copy(update=record.model_dump(include=IDENTITY))
         if not calls:
-            record.status, record.error = "error", "the harness made no call to the gateway"
+            record.fail("the harness made no call to the gateway")
         return episode_from_calls(calls, record, r.job.group)
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentgym.bounded_context import BoundedHistory
 from agentgym.chat_agent import FormatError, parse_action
-from agentgym.episode import Episode, Step, Usage
+from agentgym.episode import Episode, Usage
 from agentgym.llm.sampling import SamplingSpec, derive_seed, turn_seed  # noqa: F401 (re-exported)
 from agentgym.task import Task
 from agentgym.train.chat import ChatFormat
@@ -142,7 +142,7 @@ def collect(
         stats.env_s += time.perf_counter() - t0
         for i in active:
             _record(live[i], actions[i], outcomes[i], chat)
-        active = [i for i in active if not _ended(live[i].ep)]
+        active = [i for i in active if not live[i].ep.episode.ended]
     for i in active:  # turn or context limit
         live[i].ep.episode.status = "limit"
     for lv in live:
@@ -162,7 +162,7 @@ def _new_episode(job: Job, pool: EnvPool) -> TokenEpisode:
 def _start(lv: _Live, out: Outcome, chat: ChatFormat, system: str) -> None:
     ep = lv.ep
     if out.error is not None:
-        ep.episode.status, ep.episode.error = "error", out.error
+        ep.episode.fail(out.error)
         return
     ep.episode.instruction = str(out.info.get("instruction", ""))
     ep.episode.first_observation = out.observation
@@ -273,7 +273,7 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
     adapter, record = (None, None) if lv.pick is None else (_adapter(lv), lv.pick[1])
     context = lv.context_start
     if out.error is not None:
-        ep.episode.status, ep.episode.error = "error", out.error
+        ep.episode.fail(out.error)
         ep.turns.append(Turn(start, end, end, end, 0.0, state_key, adapter, record, context))
         return
     done = out.terminated or out.truncated
@@ -295,39 +295,23 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
         Turn(start, end, end, len(ep.ids), out.reward, state_key, adapter, record, context)
     )
     lv.last_observation = out.observation
-    ep.episode.reward += out.reward
-    ep.episode.steps.append(
-        Step(
-            t=len(ep.episode.steps),
-            action=action,
-            observation=out.observation,
-            reward=out.reward,
-            terminated=out.terminated,
-            truncated=out.truncated,
-            valid=bool(out.info.get("valid", True)),
-            info={k: v for k, v in out.info.items() if isinstance(v, (str, int, float, bool))},
-            usage=Usage(
-                prompt_tokens=start,
-                completion_tokens=end - start,
-                token_ids=list(gen.token_ids),
-                logprobs=list(gen.logprobs),
-                loss_mask=[1] * (end - start),
-            ),
-        )
+    ep.episode.record_step(
+        action,
+        out.observation,
+        out.reward,
+        out.terminated,
+        out.truncated,
+        out.info,
+        Usage(
+            prompt_tokens=start,
+            completion_tokens=end - start,
+            token_ids=list(gen.token_ids),
+            logprobs=list(gen.logprobs),
+            loss_mask=[1] * (end - start),
+        ),
     )
-    if done:
-        ep.episode.status = "completed" if out.terminated else "limit"
-        ep.episode.success = bool(out.info.get("success", False))
-        ep.episode.score = float(out.info.get("score", 0.0))
-
-
-def _ended(ep: TokenEpisode) -> bool:
-    last = ep.episode.steps[-1] if ep.episode.steps else None
-    return not ep.ok or (last is not None and (last.terminated or last.truncated))
 
 
 def _finish(ep: TokenEpisode) -> None:
     ep.episode.duration_s = time.time() - ep.episode.started_at
-    if ep.status == "error":
-        ep.episode.success, ep.episode.score = False, 0.0
     ep.check()
