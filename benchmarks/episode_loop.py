@@ -12,7 +12,7 @@ the medians and their ratio:
 - training: ``agentgym.train.rollout.collect`` with a tiny model on Clarify (16 episodes of at
   most 6 turns), in episodes per second.
 
-    python benchmarks/episode_loop.py --against main~1
+    python benchmarks/episode_loop.py --against 9ee01ef   # the loops before the shared record
 """
 
 from __future__ import annotations
@@ -96,28 +96,30 @@ def _collect_rate() -> float:
     chat = ChatFormat(tok, system_prompt=False)
     tasks = TaskSuite.load("clarify/train").tasks[:4]
     jobs = [train_rollout.Job(t, t.id, k, k) for t in tasks for k in range(4)]
-    sampling = _sampling(train_rollout)
+    limits = _limits(train_rollout)
     pool = LocalEnvPool("Clarify-v0")
-    train_rollout.collect(engine, chat, pool, jobs, sampling, seed=0)  # warm-up
+    train_rollout.collect(engine, chat, pool, jobs, *limits, seed=0)  # warm-up
     started = time.perf_counter()
     rounds = 3
     for r in range(rounds):
-        train_rollout.collect(engine, chat, pool, jobs, sampling, seed=r)
+        train_rollout.collect(engine, chat, pool, jobs, *limits, seed=r)
     return rounds * len(jobs) / (time.perf_counter() - started)
 
 
-def _sampling(train_rollout: Any) -> Any:
-    """Six turns of eight sampled tokens at temperature 1, in the revision's own terms."""
+def _limits(train_rollout: Any) -> tuple[Any, ...]:
+    """``collect``'s arguments for six turns of eight tokens sampled at temperature 1 with no
+    stop string, in the revision's own terms (a ``Sampling`` before the one sampling spec)."""
     if hasattr(train_rollout, "Sampling"):
-        return train_rollout.Sampling(max_turns=6, max_new_tokens=8, temperature=1.0)
+        return (train_rollout.Sampling(max_turns=6, max_new_tokens=8, temperature=1.0),)
+    from agentgym.llm.sampling import SamplingSpec
     from agentgym.train.config import RolloutConfig
 
-    return RolloutConfig(max_turns=6, max_tokens=8, temperature=1.0)
+    return RolloutConfig(max_turns=6), SamplingSpec(max_tokens=8, temperature=1.0, stop=())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", default="main", help="the git revision to compare with")
+    parser.add_argument("--against", required=True, help="the git revision to compare with")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
