@@ -199,7 +199,7 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
 
     args = argparse.Namespace(episodes=6, seed=0, history=2, notes="household", limit=None,
                               concurrency=6, threads=1, dtype="float32", unstick=None,
-                              shards=1)  # fmt: skip
+                              shards=1, types=list(recipe.SHORT.values()))  # fmt: skip
     stats = recipe.run_dagger(tmp_path, str(tiny_model), args)
     rows = [json.loads(line) for line in (tmp_path / "dagger.jsonl").read_text().splitlines()]
     store = Store(tmp_path / "dagger.db", read_only=True)
@@ -229,7 +229,7 @@ def test_dagger_shards_play_each_task_once_and_a_restart_only_what_is_left(
 
     args = argparse.Namespace(episodes=6, seed=0, history=2, notes="household", limit=None,
                               concurrency=3, threads=1, dtype="float32", unstick=None,
-                              shards=2)  # fmt: skip
+                              shards=2, types=list(recipe.SHORT.values()))  # fmt: skip
     stats = recipe.run_dagger(tmp_path, str(tiny_model), args)
     store = Store(tmp_path / "dagger.db", read_only=True)
     runs = {r["suite"]: [e.task_id for e in store.episodes(r["id"])] for r in store.runs()}
