@@ -119,7 +119,7 @@ def _limits(train_rollout: Any) -> tuple[Any, ...]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", required=True, help="the git revision to compare with")
+    parser.add_argument("--against", help="the git revision to compare with (required)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -127,6 +127,8 @@ def main() -> None:
         import_tree(args.measure)
         print(json.dumps(measure()))
         return
+    if args.against is None:
+        parser.error("--against REV is required")
 
     base = Path(tempfile.mkdtemp(prefix="episode-loop-base-")) / "tree"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base),
@@ -137,7 +139,9 @@ def main() -> None:
             for label, tree in (("this tree", ROOT), (args.against, base)):
                 cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(tree)]
                 env = {**os.environ, "OMP_NUM_THREADS": "1"}
-                done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+                done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if done.returncode != 0:
+                    raise SystemExit(f"{label} failed:\n{done.stderr[-3000:]}")
                 runs[label].append(json.loads(done.stdout.splitlines()[-1]))
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)])
