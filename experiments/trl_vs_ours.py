@@ -153,6 +153,7 @@ def main() -> None:
         table.add_column(col, justify="left" if col == "trainer" else "right")
     for seed in args.seeds:
         before = heldout(Path(model), args.heldout, seed)
+        print(f"seed {seed}: held-out before {_fmt(before)}", flush=True)
         for name, train in (("agentgym", train_ours), ("TRL GRPOTrainer", train_trl)):
             torch.manual_seed(seed)
             folder, seconds = train(model, lora, args, seed, root / f"{name.split()[0]}-{seed}")
