@@ -130,9 +130,10 @@ class Episode(BaseModel):
         )
         self.steps.append(step)
         self.reward += reward
-        self.success = bool(info.get("success", False))
-        self.score = float(info.get("score", 0.0) or 0.0)
-        if self.ended:
+        outcome = (bool(info.get("success", False)), float(info.get("score", 0.0) or 0.0))
+        if outcome != (self.success, self.score):  # a pydantic assignment costs a microsecond
+            self.success, self.score = outcome
+        if terminated or truncated:
             self.status = "completed" if terminated else "limit"
         return step
 
