@@ -4,13 +4,14 @@ Three loops play episodes and all record them through ``Episode.record_step``: `
 rollout, the trainer's batched rollouts and a harness program. This script times the first two
 (the harness's cost is its program's) on this tree and on ``--against`` (checked out into a
 temporary git worktree), alternating the two ``--repeats`` times in fresh processes, and prints
-the medians and their ratio:
+the medians and their ratio. Rates are per CPU second of the measuring process (one torch
+thread), not of wall time, so other jobs on a shared machine move them less:
 
 - eval: the expert through ``agentgym.rollout.rollout`` on NoOp tasks of 200 steps (the env
   costs nothing, so the loop and its recording are all that is timed) and on Household
-  valid_unseen tasks (a real env), in steps per second;
+  valid_unseen tasks (a real env), in steps per CPU second, after one untimed pass;
 - training: ``agentgym.train.rollout.collect`` with a tiny model on Clarify (16 episodes of at
-  most 6 turns), in episodes per second.
+  most 6 turns), in episodes per CPU second.
 
     python benchmarks/episode_loop.py --against 9ee01ef   # the loops before the shared record
 """
@@ -65,18 +66,18 @@ def measure() -> dict[str, float]:
     torch.set_num_threads(1)
     out: dict[str, float] = {}
     for name, env_id, tasks in (
-        ("eval NoOp steps/s", "NoOp-v0", noop_suite(20, length=200).tasks),
-        ("eval Household steps/s", "agentgym/Household-v0",
+        ("eval NoOp steps/CPU s", "NoOp-v0", noop_suite(20, length=200).tasks),
+        ("eval Household steps/CPU s", "agentgym/Household-v0",
          TaskSuite.load("household/valid_unseen").tasks[:20]),
     ):  # fmt: skip
         env = agentgym.make(env_id)
         for i, task in enumerate(tasks):  # warm-up: first-use costs (planning caches) left out
             rollout(env, ExpertAgent(env), task, seed=i)
-        started, steps = time.perf_counter(), 0
+        started, steps = time.process_time(), 0
         for i, task in enumerate(tasks):
             steps += rollout(env, ExpertAgent(env), task, seed=i).n_steps
-        out[name] = steps / (time.perf_counter() - started)
-    out["train collect episodes/s"] = _collect_rate()
+        out[name] = steps / (time.process_time() - started)
+    out["train collect episodes/CPU s"] = _collect_rate()
     return out
 
 
@@ -101,11 +102,11 @@ def _collect_rate() -> float:
     limits = _limits(train_rollout)
     pool = LocalEnvPool("Clarify-v0")
     train_rollout.collect(engine, chat, pool, jobs, *limits, seed=0)  # warm-up
-    started = time.perf_counter()
+    started = time.process_time()
     rounds = 3
     for r in range(rounds):
         train_rollout.collect(engine, chat, pool, jobs, *limits, seed=r)
-    return rounds * len(jobs) / (time.perf_counter() - started)
+    return rounds * len(jobs) / (time.process_time() - started)
 
 
 def _limits(train_rollout: Any) -> tuple[Any, ...]:
