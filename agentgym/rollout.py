@@ -128,7 +128,7 @@ def rollout(
                 agent_latency_s=t1 - t0,
                 env_latency_s=time.perf_counter() - t1,
             )
-            if episode.ended:
+            if terminated or truncated:
                 break
     except _Abandoned as e:
         why = (
