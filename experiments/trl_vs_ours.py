@@ -4,7 +4,7 @@ env, tasks, steps and seeds: held-out success before and after training, and sec
     python -m experiments.trl_vs_ours --quick      # the tiny model, 1 step each: the plumbing
     python -m experiments.trl_vs_ours --model smollm2 --steps 10 --tasks 8 --heldout 50 --seeds 0 1
 
-Both train the same model (LoRA on the attention projections for a checkpoint such as smollm2;
+Both train the same model in float32 (LoRA on the attention projections for a checkpoint such as smollm2;
 all weights for ``--quick``'s tiny model) on the first ``--tasks`` tasks of ``clarify/train``:
 each step ``--tasks-per-step`` tasks x ``--group`` episodes of at most ``--max-turns`` actions of
 ``--max-tokens`` tokens, sampled at temperature 1, Dr.GRPO-free plain GRPO advantages, the
@@ -91,6 +91,7 @@ def train_trl(model: str, lora: bool, args: Any, seed: int, out: Path) -> tuple[
         report_to=[],
         logging_steps=1,
         seed=seed,
+        bf16=False,  # TRL's default on a CPU too; float32 as agentgym's trainer (and no emulated bf16)
     )
     peft = (
         LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
@@ -131,6 +132,8 @@ def main() -> None:
     parser.add_argument("--heldout", type=int, default=50)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--arms", nargs="+", choices=["agentgym", "trl"], default=["agentgym", "trl"],
+                        help="which trainers to run (each row is independent of the other)")  # fmt: skip
     args = parser.parse_args()
 
     import torch
@@ -154,7 +157,8 @@ def main() -> None:
     for seed in args.seeds:
         before = heldout(Path(model), args.heldout, seed)
         print(f"seed {seed}: held-out before {_fmt(before)}", flush=True)
-        for name, train in (("agentgym", train_ours), ("TRL GRPOTrainer", train_trl)):
+        arms = {"agentgym": ("agentgym", train_ours), "trl": ("TRL GRPOTrainer", train_trl)}
+        for name, train in (arms[a] for a in args.arms):
             torch.manual_seed(seed)
             folder, seconds = train(model, lora, args, seed, root / f"{name.split()[0]}-{seed}")
             after = heldout(folder, args.heldout, seed)
