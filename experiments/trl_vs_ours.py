@@ -4,13 +4,15 @@ env, tasks, steps and seeds: held-out success before and after training, and sec
     python -m experiments.trl_vs_ours --quick      # the tiny model, 1 step each: the plumbing
     python -m experiments.trl_vs_ours --model smollm2 --steps 10 --tasks 8 --heldout 50 --seeds 0 1
 
-Both train the same model in float32 (LoRA on the attention projections for a checkpoint such as smollm2;
-all weights for ``--quick``'s tiny model) on the first ``--tasks`` tasks of ``clarify/train``:
-each step ``--tasks-per-step`` tasks x ``--group`` episodes of at most ``--max-turns`` actions of
-``--max-tokens`` tokens, sampled at temperature 1, Dr.GRPO-free plain GRPO advantages, the
-same learning rate, no KL. Held out: the first ``--heldout`` tasks of ``clarify/test``, played
-by ``agentgym eval``'s ``hf:`` agent on the merged checkpoint (the same evaluation for both), with
-a 95% Wilson interval. Seconds per step are wall time on this machine (shared: noisy).
+Both train the same model in float32 (LoRA on the attention projections for a checkpoint such
+as smollm2; all weights for ``--quick``'s tiny model) on the first ``--tasks`` tasks of
+``clarify/train``: each step ``--tasks-per-step`` tasks x ``--group`` episodes of at most
+``--max-turns`` actions of ``--max-tokens`` tokens, sampled at temperature 1, group-normalised
+GRPO advantages, token-level loss averaging (TRL's default ``dapo`` loss, our ``token-mean``),
+the same learning rate, no KL. Held out: the first ``--heldout`` tasks of ``clarify/test``,
+played by ``agentgym eval``'s ``hf:`` agent on the merged checkpoint (the same evaluation for
+both), with a 95% Wilson interval. Seconds per step are wall time on this machine (shared: noisy).
+``--arms trl`` (or ``agentgym``) runs one trainer only.
 """
 
 from __future__ import annotations
