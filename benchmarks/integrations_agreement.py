@@ -29,39 +29,12 @@ def ours(args: argparse.Namespace) -> dict[str, tuple[bool, list[str]]]:
 
 
 def verifiers_run(args: argparse.Namespace, out: Path) -> dict[str, tuple[bool, list[str]]]:
-    from agentgym.integrations.verifiers import sampling
+    from agentgym.integrations.verifiers import vf_eval_command
 
-    spec = sampling(TaskSuite.load(args.suite).tasks[0].env)
-    command = [
-        str(BIN / "vf-eval"),
-        "--env.taskset.id",
-        "agentgym-env",
-        "--env.taskset.suite",
-        args.suite,
-        "--env.taskset.limit",
-        str(args.limit),
-        "-n",
-        str(args.limit),
-        "--env.player.harness.id",
-        "null",
-        "--env.player.runtime.type",
-        "subprocess",
-        "--no-push",
-        "--client.base-url",
-        args.base_url,
-        "--client.api-key-var",
-        "OPENAI_API_KEY",
-        "--model",
-        args.model,
-        "-c",
-        "1",
-        "-o",
-        str(out),
-        "--sampling.temperature",
-        str(spec["temperature"]),
-        "--sampling.max-tokens",
-        str(spec["max_tokens"]),
-    ] + (["--sampling.stop", json.dumps(spec["stop"])] if "stop" in spec else [])
+    env_id = TaskSuite.load(args.suite).tasks[0].env
+    command = vf_eval_command(
+        str(BIN / "vf-eval"), args.suite, args.limit, args.base_url, args.model, str(out), env_id
+    )
     env = {**os.environ, "OPENAI_API_KEY": "unused", "PATH": f"{BIN}:{os.environ['PATH']}"}
     subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     rows = {}

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 import agentgym
-from agentgym.integrations.verifiers import AgentgymEnv, load_environment, sampling
+from agentgym.integrations.verifiers import (
+    AgentgymEnv,
+    load_environment,
+    sampling,
+    vf_eval_command,
+)
 from agentgym.task import TaskSuite
 
 SUITE = "textarena/GuessTheNumber-v0"
@@ -35,39 +40,10 @@ def test_load_environment_builds_the_suites_tasks():
 
 def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path):
     limit = 2
-    spec = sampling(SUITE)
-    command = [
-        str(BIN / "vf-eval"),
-        "--env.taskset.id",
-        "agentgym-env",
-        "--env.taskset.suite",
-        SUITE,
-        "--env.taskset.limit",
-        str(limit),
-        "-n",
-        str(limit),
-        "--env.player.harness.id",
-        "null",
-        "--env.player.runtime.type",
-        "subprocess",
-        "--no-push",
-        "--client.base-url",
-        served,
-        "--client.api-key-var",
-        "OPENAI_API_KEY",
-        "--model",
-        "tiny",
-        "-c",
-        "1",
-        "-o",
-        str(tmp_path),
-        "--sampling.temperature",
-        "0",
-        "--sampling.max-tokens",
-        str(spec["max_tokens"]),
-        "--sampling.stop",
-        json.dumps(spec["stop"]),
-    ]
+    command = vf_eval_command(
+        str(BIN / "vf-eval"), SUITE, limit, served, "tiny", str(tmp_path), SUITE
+    )
+    assert command[-2:] == ["--sampling.stop", '["\\n"]']  # one-line actions stop at a newline
     env = {**os.environ, "OPENAI_API_KEY": "unused", "PATH": f"{BIN}:{os.environ['PATH']}"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -14,6 +14,7 @@ extra).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -148,6 +149,24 @@ TASKSET_ID = "agentgym_env"
 """The verifiers environment package (``environments/agentgym_env``) that exports these classes."""
 
 
+def vf_eval_command(
+    vf_eval: str, suite: str, limit: int, base_url: str, model: str, out: str, env_id: str
+) -> list[str]:
+    """``vf-eval``'s command line for the first ``limit`` tasks of ``suite`` against an
+    OpenAI-compatible server (``agentgym serve``), one episode at a time, the null harness in a
+    subprocess runtime, traces under ``out``, sampled as ``agentgym eval`` samples on ``env_id``
+    (:func:`sampling`); the key is read from ``OPENAI_API_KEY``."""
+    spec = sampling(env_id)
+    command = [vf_eval, "--env.taskset.id", "agentgym-env", "--env.taskset.suite", suite,
+               "--env.taskset.limit", str(limit), "-n", str(limit),
+               "--env.player.harness.id", "null", "--env.player.runtime.type", "subprocess",
+               "--no-push", "--client.base-url", base_url, "--client.api-key-var", "OPENAI_API_KEY",
+               "--model", model, "-c", "1", "-o", out,
+               "--sampling.temperature", str(spec["temperature"]),
+               "--sampling.max-tokens", str(spec["max_tokens"])]  # fmt: skip
+    return command + (["--sampling.stop", json.dumps(spec["stop"])] if "stop" in spec else [])
+
+
 def env_config(
     env_id: str | None = None,
     *,
@@ -189,4 +208,5 @@ __all__ = [
     "env_config",
     "load_environment",
     "sampling",
+    "vf_eval_command",
 ]
