@@ -5,18 +5,15 @@ listed by hand there; here they are found, and a new env or method folder needs 
 of the configuration is in pyproject.toml.
 """
 
+import runpy
 from pathlib import Path
 
 from setuptools import find_packages, setup
 
 ROOT = Path(__file__).resolve().parent
-REMAPPED = {
-    "agentgym.envs": "envs",
-    "agentgym.agents": "agents",
-    "agentgym.sandbox": "sandbox",
-    "agentgym.tasks": "tasks",
-}
-"""Installed name -> source folder, as pyproject's ``package-dir`` maps them."""
+REMAPPED: dict[str, str] = runpy.run_path(str(ROOT / "agentgym" / "source_tree.py"))["REMAPPED"]
+"""Installed name -> source folder, as pyproject's ``package-dir`` maps them (one list, which the
+source-tree finder also uses)."""
 
 
 def packages(root: Path = ROOT) -> list[str]:

@@ -7,6 +7,12 @@
 'clarify-products-test-0000'
 """
 
+from pathlib import Path as _Path
+
+from agentgym.source_tree import install_finder as _install_finder
+
+_install_finder(_Path(__file__).resolve().parent)  # a clone's root imports as an install does
+
 from agentgym.agent import (
     Action,
     Agent,

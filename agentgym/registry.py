@@ -125,15 +125,14 @@ def spec(env_id: str) -> EnvSpec:
     if found is not None:
         return found
     known = ENVS.names()
-    fix = (
-        "see the plug-in warnings above; Python started in a clone's root imports the clone's "
-        "agentgym, which finds the clone's envs once the clone is installed with `pip install -e .`"
-    )
+    fix = "see the plug-in warnings above"
     if not known:
         raise KeyError(f"no environment {env_id!r}: no env is registered ({fix})")
     close = difflib.get_close_matches(full, known, n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    broken = f" (env plug-ins failed to load: {', '.join(ENVS.failed)}; {fix})" if ENVS.failed else ""
+    broken = (
+        f" (env plug-ins failed to load: {', '.join(ENVS.failed)}; {fix})" if ENVS.failed else ""
+    )
     raise KeyError(f"no environment {env_id!r}.{hint} Registered: {', '.join(known)}{broken}")
 
 

@@ -13,6 +13,8 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +43,25 @@ class Task(BaseModel):
     """Free labels the report groups by (domain, skill ...)."""
     difficulty: int | str | None = None
     """Optional difficulty label or level."""
+
+
+_from_client: ContextVar[bool] = ContextVar("agentgym_task_from_client", default=False)
+
+
+@contextmanager
+def tasks_from_client() -> Iterator[None]:
+    """Validate the tasks met inside as a remote client's (``agentgym env serve`` wraps a task
+    object a client sends): data only, so an env config that names a host resource refuses."""
+    token = _from_client.set(True)
+    try:
+        yield
+    finally:
+        _from_client.reset(token)
+
+
+def task_from_client() -> bool:
+    """Whether the task being validated came from a remote client (see :func:`tasks_from_client`)."""
+    return _from_client.get()
 
 
 class TaskFileError(ValueError):

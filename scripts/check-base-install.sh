@@ -11,12 +11,12 @@ PY=${PYTHON:-python3}
 work=$(mktemp -d)
 saved=()
 restore() {
-    rm -f agentgym.db agentgym.db-wal agentgym.db-shm
+    rm -f agentgym.db agentgym.db-wal agentgym.db-shm runs.db runs.db-wal runs.db-shm
     for f in "${saved[@]}"; do mv "$work/$f" "$f"; done
     rm -rf "$work"
 }
 trap restore EXIT
-for f in agentgym.db agentgym.db-wal agentgym.db-shm; do
+for f in agentgym.db agentgym.db-wal agentgym.db-shm runs.db runs.db-wal runs.db-shm; do
     if [ -e "$f" ]; then mv "$f" "$work/$f" && saved+=("$f"); fi
 done
 fail() { echo "base install: $*" >&2; exit 1; }
@@ -41,6 +41,18 @@ grep -Eq 'expert \([0-9a-f]{8}\)[^0-9]+all[^0-9]+200[^0-9]+1\.000 \[' "$work/out
 }
 grep -Eq 'random \([0-9a-f]{8}\)[^0-9]+all[^0-9]+200 ' "$work/out" || fail "no report row for random"
 echo "base install: report printed, expert 1.000 on 200 episodes ($((SECONDS - start)) s with the install)"
+
+# The README's Python example (its first python block), run from the clone's root as a user would
+# right after the Quick start: the clone's agentgym/ comes first on sys.path there, and must still
+# reach envs/, agents/, sandbox/ and tasks/ (agentgym/source_tree.py). Then the same after `pip
+# install -e .`, the install a contributor makes.
+awk '/^```python/ {p = 1; next} p && /^```/ {exit} p' README.md >"$work/example.py"
+[ -s "$work/example.py" ] || fail "README has no python block"
+for install in "." "-e ."; do
+    if [ "$install" = "-e ." ]; then pip install -q --no-deps -e . >"$work/pip-e" 2>&1 || { cat "$work/pip-e" >&2; fail "pip install -e . failed"; }; fi
+    python - <"$work/example.py" >"$work/py-out" 2>&1 || { cat "$work/py-out" >&2; fail "README's Python example failed from the clone's root after pip install $install"; }
+    echo "base install: README's Python example ran from the clone's root after pip install $install"
+done
 
 # An agent that needs an extra: one line naming it, exit code 2, no traceback.
 set +e

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support import shared_data
 
-from agentgym.envs.swe.config import SweConfig, SweGold, apply_edit
+from agentgym.envs.swe.config import GIT_ROOTS_VARIABLE, SweConfig, SweGold, apply_edit
 from agentgym.envs.swe.env import SweEnv, shared_pool
 from agentgym.envs.swe.importers import from_directory, from_swebench
 from agentgym.envs.swe.verify import run_tests_bulk
@@ -247,7 +247,8 @@ def _git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-def test_swebench_importer_on_a_local_checkout(tmp_path, env):
+def test_swebench_importer_on_a_local_checkout(tmp_path, env, monkeypatch):
+    monkeypatch.setenv(GIT_ROOTS_VARIABLE, str(tmp_path))  # the host allows its checkouts here
     repo = tmp_path / "calc"
     repo.mkdir()
     _git(repo, "init", "-q")

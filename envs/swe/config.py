@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import os
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from agentgym.task import task_from_client
+
+GIT_ROOTS_VARIABLE = "AGENTGYM_SWE_GIT_ROOTS"
+"""Folders (``os.pathsep``-separated) under which a task's ``git.path`` may name a checkout."""
+
+
+def _inside_repo(path: str) -> str:
+    """A path relative to the task repository's root that stays inside it."""
+    parts = PurePosixPath(path).parts
+    if not parts or path.startswith(("/", "\\")) or ".." in parts or "\\" in path:
+        raise ValueError(
+            f"{path!r} is not a path inside the repository: give a relative path with no '..'"
+        )
+    return path
+
+
+RepoPath = Annotated[str, AfterValidator(_inside_repo)]
+"""A file of the task repository, relative to its root (never an absolute or escaping path)."""
 
 
 class Edit(BaseModel):
@@ -10,19 +33,54 @@ class Edit(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str = Field(min_length=1)
+    path: RepoPath
     old: str
     new: str
 
 
 class GitSource(BaseModel):
-    """A repository on the host at a commit (SWE-bench instances imported from a local checkout)."""
+    """A repository on the host at a commit (SWE-bench instances imported from a local checkout).
+
+    A host path is not data: it is read only under the folders the host's operator allowed
+    (:func:`allowed_checkout`), and never from a task a client of ``agentgym env serve`` sent.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str
-    """Host path of a git checkout (``git archive`` reads it; it is never mounted)."""
-    commit: str = Field(min_length=4)
+    path: str = Field(min_length=1)
+    """Absolute host path of a git checkout (``git archive`` reads it; it is never mounted)."""
+    commit: str = Field(pattern=r"^[0-9a-fA-F]{7,40}$")
+    """A commit id in hex (as SWE-bench's ``base_commit``): never a ref, never an option."""
+
+    @model_validator(mode="after")
+    def _host_path(self) -> GitSource:
+        if task_from_client():
+            raise ValueError(
+                "git names a checkout on the server's host, which a client's task may not; "
+                "serve a suite that holds the task and reset with its id"
+            )
+        if not os.path.isabs(self.path):
+            raise ValueError(f"git.path must be an absolute host path, got {self.path!r}")
+        return self
+
+
+def git_roots() -> list[Path]:
+    """The folders named by ``$AGENTGYM_SWE_GIT_ROOTS`` (none by default: no checkout is read)."""
+    value = os.environ.get(GIT_ROOTS_VARIABLE, "")
+    return [Path(p).resolve() for p in value.split(os.pathsep) if p.strip()]
+
+
+def allowed_checkout(source: GitSource, roots: list[Path]) -> Path:
+    """``source.path`` resolved (links followed), if it lies inside one of ``roots``; else a
+    ``ValueError`` naming the path and what is allowed."""
+    path = Path(source.path).resolve()
+    if any(path == root or root in path.parents for root in roots):
+        return path
+    allowed = ", ".join(map(str, roots)) or "none"
+    raise ValueError(
+        f"git.path {source.path!r} is outside the folders allowed for host checkouts ({allowed}); "
+        f"name the folder that holds it in ${GIT_ROOTS_VARIABLE} (separated by {os.pathsep!r})"
+    )
 
 
 class SweConfig(BaseModel):
@@ -30,11 +88,11 @@ class SweConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    repo: str | None = None
-    """A bundled snapshot under ``envs/swe/data/repos/<repo>/`` (``toolz``), or None."""
+    repo: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """A bundled snapshot's name, a folder of ``envs/swe/data/repos/`` (``toolz``), or None."""
     git: GitSource | None = None
     """Or a git checkout on the host at a commit."""
-    files: dict[str, str] = Field(default_factory=dict)
+    files: dict[RepoPath, str] = Field(default_factory=dict)
     """Files added to (or replacing files of) the snapshot, by path relative to the repo root."""
     edits: list[Edit] = Field(default_factory=list)
     """Applied last: how the bug is introduced into the snapshot (mutation tasks)."""
@@ -65,7 +123,7 @@ class SweGold(BaseModel):
     """pytest node ids that fail on the buggy repo and must pass after the fix."""
     pass_to_pass: list[str] = Field(default_factory=list)
     """Node ids that pass before and must still pass after."""
-    hidden_tests: dict[str, str] = Field(default_factory=dict)
+    hidden_tests: dict[RepoPath, str] = Field(default_factory=dict)
     """Test files written over the agent's repo before grading (tests it may have edited)."""
     fix: list[Edit] = Field(default_factory=list)
     """The reference fix as edits on the buggy repo."""

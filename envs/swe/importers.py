@@ -44,7 +44,8 @@ def _id_list(value: Any, field: str, instance: str) -> list[str]:
 
 def _patched_files(checkout: str, commit: str, patch: str) -> dict[str, str]:
     """The files a patch touches, as they are after applying it to ``commit``."""
-    files = git_files(checkout, commit)
+    source = GitSource(path=checkout, commit=commit)
+    files = git_files(source, [Path(checkout)])  # the checkout the caller named
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
@@ -75,6 +76,7 @@ def from_swebench(
 ) -> list[Task]:
     """Tasks from SWE-bench-format rows (a list, or a JSON/JSONL file) on a local checkout."""
     rows = _load_rows(instances)
+    checkout = Path(checkout).resolve()
     tasks = []
     for row in rows:
         missing = [f for f in SWEBENCH_FIELDS if f not in row]

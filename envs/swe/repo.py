@@ -8,7 +8,13 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from agentgym.envs.swe.config import SweConfig, apply_edit
+from agentgym.envs.swe.config import (
+    GitSource,
+    SweConfig,
+    allowed_checkout,
+    apply_edit,
+    git_roots,
+)
 from agentgym.sandbox import Sandbox
 
 REPOS = Path(__file__).resolve().parent / "data" / "repos"
@@ -26,10 +32,9 @@ def bundled(name: str) -> dict[str, str]:
     (``data/repos/<name>/<name>-<version>.tar.gz``); :data:`KEEP` says which of its paths form
     the task repository.
     """
-    folder = REPOS / name
-    archives = sorted(folder.glob("*.tar.gz")) if folder.is_dir() else []
+    known = sorted(p.name for p in REPOS.iterdir() if p.is_dir())
+    archives = sorted((REPOS / name).glob("*.tar.gz")) if name in known else []
     if not archives:
-        known = sorted(p.name for p in REPOS.iterdir() if p.is_dir())
         raise ValueError(f"no bundled repository {name!r}; bundled: {', '.join(known)}")
     keep = KEEP.get(name, ("",))
     out = {}
@@ -41,10 +46,14 @@ def bundled(name: str) -> dict[str, str]:
     return out
 
 
-def git_files(path: str, commit: str) -> dict[str, str]:
-    """Text files of a host checkout at ``commit`` (binary files are skipped)."""
+def git_files(source: GitSource, roots: list[Path]) -> dict[str, str]:
+    """Text files of a host checkout at its commit (binary files are skipped), read only when
+    the checkout lies inside ``roots``; the commit reaches git after ``--end-of-options``."""
+    path = allowed_checkout(source, roots)
     data = subprocess.run(
-        ["git", "-C", path, "archive", "--format=tar", commit], capture_output=True, check=True
+        ["git", "-C", str(path), "archive", "--format=tar", "--end-of-options", source.commit],
+        capture_output=True,
+        check=True,
     ).stdout
     out = {}
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -58,12 +67,13 @@ def git_files(path: str, commit: str) -> dict[str, str]:
     return out
 
 
-def build_files(config: SweConfig) -> dict[str, str]:
-    """The buggy repository: snapshot or checkout, plus ``files``, then ``edits``."""
+def build_files(config: SweConfig, roots: list[Path] | None = None) -> dict[str, str]:
+    """The buggy repository: snapshot or checkout, plus ``files``, then ``edits``. A checkout is
+    read only inside ``roots`` (default: :func:`git_roots`, what the host's operator allowed)."""
     if config.repo:
         files = dict(bundled(config.repo))
     elif config.git:
-        files = git_files(config.git.path, config.git.commit)
+        files = git_files(config.git, git_roots() if roots is None else roots)
     else:
         files = {}
     files.update(config.files)

@@ -45,6 +45,7 @@ from openenv.core.env_server.types import (
 from pydantic import Field
 
 from agentgym.env import NoExpert
+from agentgym.task import Task, tasks_from_client
 
 RESET_KEYS = ("task", "seed", "episode_id")
 
@@ -118,7 +119,10 @@ class AgentgymEnvironment(Environment):  # type: ignore[misc]
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
         try:
-            obs, info = self._env().reset(seed=seed, options={"task": task})
+            if isinstance(task, dict):  # a client's task is data: checked here, as data
+                task = _client_task(self.settings.env_id, task)
+            with tasks_from_client():
+                obs, info = self._env().reset(seed=seed, options={"task": task})
         except KeyError as e:  # an unknown task id: say which, as a ValueError's plain text
             raise ValueError(str(e.args[0]) if e.args else str(e)) from None
         self.running = True
@@ -168,6 +172,22 @@ class AgentgymEnvironment(Environment):  # type: ignore[misc]
         env, self.env, self.running = self.env, None, False
         if env is not None:
             env.close()
+
+
+def _client_task(env_id: str, task: dict[str, Any]) -> Task:
+    """A task object from a client, validated by the served env as a client's: its fields are
+    data (an env config that names a host path refuses), and a bad one is a plain ValueError."""
+    from pydantic import ValidationError
+
+    from agentgym.registry import spec
+
+    with tasks_from_client():
+        try:
+            parsed = Task.model_validate(task)
+            spec(env_id).load().validate_task(parsed)
+        except ValidationError as e:
+            raise ValueError(f"bad task object: {e}") from None
+    return parsed
 
 
 def _json_safe(info: dict[str, Any]) -> dict[str, Any]:
