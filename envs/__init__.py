@@ -2,7 +2,7 @@
 
 Registration is by ``module:Class`` string, so importing this package imports no env module. A new
 env is its folder here plus one line in ``BUILTIN_ENVS``: setup.py finds the folder's packages and
-pyproject's package data takes its ``data/`` (docs/ARCHITECTURE.md, "Adding an env").
+pyproject's package data takes its ``data/`` (docs/envs.md, "Adding an environment").
 """
 
 from agentgym.agent import register_agent

@@ -1,4 +1,4 @@
-"""docs/ARCHITECTURE.md's "An agent: 1 module", run as written."""
+"""docs/evaluation.md's "An agent: 1 module", run as written."""
 
 import re
 from pathlib import Path
@@ -7,9 +7,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_agent_example_runs_as_written():
-    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
     section = re.search(r"^### An agent: 1 module\n(.*?)^###", text, re.M | re.S)
-    assert section, "docs/ARCHITECTURE.md lost its 'An agent: 1 module' section"
+    assert section, "docs/evaluation.md lost its 'An agent: 1 module' section"
     blocks = dict(re.findall(r"```python\n# ([^\n]+)\n(.*?)```", section.group(1), re.S))
     assert set(blocks) == {"my_agents.py", "try it"}
     namespace: dict = {}

@@ -1,4 +1,4 @@
-"""docs/ARCHITECTURE.md's "An env: 1 folder + 1 line", run as written: the example's folder is
+"""docs/envs.md's "An env: 1 folder + 1 line", run as written: the example's folder is
 found by setup.py, its data/ matches pyproject's package data, and its one line registers it."""
 
 import ast
@@ -21,9 +21,9 @@ LINE = "envs/__init__.py: the one line, in BUILTIN_ENVS"
 
 def _blocks() -> dict[str, str]:
     """The section's code blocks, keyed by the comment on their first line."""
-    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "envs.md").read_text(encoding="utf-8")
     match = re.search(r"^### An env: 1 folder \+ 1 line\n(.*?)^##", text, re.M | re.S)
-    assert match, "docs/ARCHITECTURE.md lost its 'An env: 1 folder + 1 line' section"
+    assert match, "docs/envs.md lost its 'An env: 1 folder + 1 line' section"
     return dict(re.findall(r"```python\n# ([^\n]+)\n(.*?)```", match.group(1), re.S))
 
 
@@ -75,4 +75,4 @@ def test_the_line_registers_an_env_that_conforms(example, monkeypatch):
     monkeypatch.setattr(agentgym.envs, "BUILTIN_ENVS", {**agentgym.envs.BUILTIN_ENVS, **entry})
     agentgym.envs.register_envs()
     assert "agentgym/Guess-v0" in [s.id for s in agentgym.list_envs()]
-    exec(compile(blocks["try it"], "docs/ARCHITECTURE.md", "exec"), {})  # runs check_env
+    exec(compile(blocks["try it"], "docs/envs.md", "exec"), {})  # runs check_env

