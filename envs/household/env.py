@@ -116,6 +116,11 @@ class HouseholdEnv(TextEnv):
     (to any receptacle there), taking from a closed receptacle or with full hands, putting where the
     type does not fit (ALFRED's ``canContain``): ``Nothing happens.``
 
+    Commands are matched against ALFWorld's admissible commands for the current state, as the real
+    game does, not parsed: one that is not admissible answers ``Nothing happens.``. The transcript
+    replay holds one known difference, a hand edit in ReAct's prompt file (``act_put_0`` /
+    ``react_put_0``, cabinet 1), which the fidelity test lists.
+
     Deviations, and why: lamps are placed on receptacles in
     generated scenes so they can be found by looking (ALFRED floor lamps stand on the floor; a loaded
     game keeps them on the floor, usable from the receptacle they stand next to); receptacle types

@@ -150,7 +150,9 @@ class KBQAEnv(TextEnv):
     Semantics: ``Find_relation[X | r]`` maps subjects to objects (a movie to its director),
     ``[X | ~r]`` objects to subjects. ``Compare`` and ``Time_constraint`` return every entity of the
     KB that satisfies them (GrailQA's ``lt``...), to be intersected with ``Merge``; a multi-valued
-    relation satisfies them if any value does. ``Order`` keeps all ties.
+    relation satisfies them if any value does. ``Order`` keeps all ties. On MetaQA the one
+    relation to rank by is ``release_year``: ``has_imdb_rating`` is categorical there (good, bad,
+    fantastic), so an ``ARGMAX`` over it has nothing numeric to order.
 
     MetaQA's answer rule: the topic entity is never an answer (an actor is not among their own
     co-stars, a movie not among the other movies of its director). A MetaQA task's gold set is the

@@ -95,6 +95,11 @@ class SocialEnv(TextEnv):
     Sotopia's ``get_bio`` decides what one agent knows of the other: strangers nothing, people who
     know each other by name the name, acquaintances also age, gender, occupation and public info,
     friends, partners and family also personality and values; secrets stay private.
+
+    Any text is an action (``free_text_actions``: JSON, ``TYPE: TEXT`` or plain speech), so a
+    model's reply reaches the env whole, from ``ChatAgent`` as from the trainer's rollouts:
+    cutting an ``Action:`` line out of ``action: offer $610`` would send ``offer $610``, which
+    reads as speech.
     """
 
     action_max_tokens = 128

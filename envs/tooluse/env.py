@@ -157,6 +157,10 @@ class TauEnv(TextEnv):
     database in the benchmark's JSON schema and ``env.db_hash()`` the hash the benchmark computes
     (tau2: sorted JSON dump; tau-bench: ``to_hashable``), so a state can be compared hash for hash.
     Oversight and other wrappers can use ``World`` (tool kinds READ/WRITE, ``call``, ``same_state``).
+
+    Any non-empty text is a message to the user (``free_text_actions``), so the conformance kit
+    probes these envs only with structurally malformed strings, and a model's reply reaches them
+    whole, from ``ChatAgent`` as from the trainer's rollouts: no ``Action:`` line is cut out of it.
     """
 
     config_model: ClassVar[type[BaseModel]] = TauConfig

@@ -136,6 +136,13 @@ class WebShopEnv(TextEnv):
     ``goal_options`` (name -> value, or values), ``price_upper``; the goal's title, query and
     breadcrumb come from the catalog.
 
+    The bundled listings approximate WebShop's ``items_shuffle_1000.json``: options come by
+    category and query (value pools from tau2's variants and from the values WebShop's human
+    instructions ask for); the per-category price medians are set so the nine real prices in
+    WebShop's human trajectories fall inside their category's 2nd-98th percentile; reviews are
+    J-shaped 0-5 scores, the rating their mean (``N.A.`` without). The test split takes goals in
+    rounds over products, so fashion's many size x colour combinations do not take it over.
+
     Differences from WebShop, all forced by the data or the text protocol: ``search`` is accepted
     only on the search page, where ``available_actions`` offers it (WebShop's text env runs a search
     from any page); goals without attributes report ``r_att = None`` (WebShop would divide by
