@@ -98,7 +98,8 @@ class HouseholdEnv(TextEnv):
     except the ``shared`` groups (``"cabinet 1, cabinet 2; drawer 2, drawer 3"``), which stand at one.
     A floor plan brings its own groups: the receptacles ALFRED reaches from one pose (its
     ``-openable.json``, which ALFWorld turns into locations), 16% of them in 67 of the 120 floor plans
-    (drawers 28%, shelves 28%, cabinets 17%). At a location the agent reaches every receptacle there
+    (drawers 28%, shelves 28%, cabinets 17%; ``python -m agentgym.envs.household.layouts --data
+    ../shared/data --rates``). At a location the agent reaches every receptacle there
     (open, take, put, use, clean/heat/cool); ``go to`` one of them answers ``Nothing happens.``;
     ``look`` names them all (``You are facing the cabinet 2, and cabinet 1. Next to it, you see
     nothing.``). The importers keep them: game files from ``receptacleAtLocation``, transcripts from
