@@ -81,6 +81,12 @@ def test_doc_links_resolve_and_the_notebook_index_lists_every_entry():
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
             if "://" not in target:
                 assert (page.parent / target).is_file(), f"{page.name}: {target}"
+    for page in pages:  # and every #anchor names a heading of its page
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", page.read_text()):
+            if "://" not in target:
+                dest = (page.parent / target) if target else page
+                headings = re.findall(r"^#+ (.*)$", dest.read_text(), flags=re.M)
+                assert anchor in {_anchor(h) for h in headings}, f"{page.name}: {target}#{anchor}"
     index = set(re.findall(r"\]\((\d{4}-\d\d-\d\d-[\w-]+\.md)\)", (NOTEBOOK / "README.md").read_text()))
     assert index == {p.name for p in NOTEBOOK.glob("2*.md")}
 
