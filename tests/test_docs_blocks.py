@@ -124,7 +124,7 @@ def test_the_readme_has_blocks_and_marks_name_a_reason():
     [b for b in README_BLOCKS if not b.not_run] + DOCS_RUN_BLOCKS,
     ids=lambda b: f"{b.page}:{b.line}",
 )
-def test_every_readme_block_runs(block: Block, tmp_path, monkeypatch):
+def test_every_runnable_block_runs(block: Block, tmp_path, monkeypatch):
     if block.lang == "python":
         monkeypatch.chdir(tmp_path)
         exec(compile(block.code, block.where, "exec"), {"__name__": "__main__"})
@@ -134,7 +134,7 @@ def test_every_readme_block_runs(block: Block, tmp_path, monkeypatch):
 
 def test_the_runner_refuses_what_it_cannot_run(tmp_path):
     """A block holding any other command fails until it is marked: the check is not vacuous."""
-    block = Block("README.md", 1, "bash", "agentgym envs && curl -s localhost:8000\n", "", None)
+    block = Block("README.md", 1, "bash", "curl -s localhost:8000 && agentgym envs\n", "", None)
     with pytest.raises(AssertionError, match="mark the block"):
         run_shell(block, tmp_path)
     assert commands("pip install . && agentgym eval x \\\n  -a expert  # why\n") == [
