@@ -3,6 +3,7 @@ never pass the budget, and an idle engine gives its memory back."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -85,4 +86,39 @@ def test_the_default_budget_is_proportionate_to_the_model_and_the_free_memory(ti
     assert available_bytes("MemTotal: 100 kB\nMemAvailable:  2048 kB\n") == 2048 * 1024
     with pytest.raises(ValueError, match="kv_cache_gb must be above 0"):
         LocalEngine(tiny_model, kv_cache_gb=0)
+    engine.close()
+
+
+def test_a_shared_system_prompt_is_held_once_so_every_episode_runs_at_once(tiny_model):
+    """Six chats with one long system prompt, in a budget that holds six of them only if that
+    prompt is held once: all six decode together, the tokens are the unbounded engine's, and
+    the keys and values (base, slots and prefix blocks) never pass the budget."""
+    probe = LocalEngine(tiny_model, prefix_cache_mb=0, kv_cache_gb=1.0)
+    system = {"role": "system", "content": "rules " * 300}
+    prompts = [
+        probe.render([system, {"role": "user", "content": f"{i} " + "word " * (3 + i)}], None)
+        for i in range(6)
+    ]
+    unbounded = probe.generate_batch(prompts, SamplingSpec(max_tokens=NEW_TOKENS))
+    per_token = probe.cache.nbytes_per_token()
+    shared = len(os.path.commonprefix(prompts))
+    whole = -(-(max(map(len, prompts)) + NEW_TOKENS) // 64) * 64
+    assert 6 * whole > 3 * (shared + 6 * 64 + 128)  # copied into each slot, six do not fit
+    budget = 3 * (shared + 6 * 64 + 128) * per_token  # held once, with room for the blocks
+    engine = LocalEngine(tiny_model, prefix_cache_mb=64, kv_cache_gb=budget / (1 << 30))
+    seen: list[tuple[int, int, int]] = []  # (running, base positions, bytes)
+    forward = engine.runner.forward
+
+    def spy(chunks, cache, shared=0):
+        held = cache.nbytes + engine.prefix_cache.nbytes
+        seen.append((len(engine.scheduler.running), cache.offset, held))
+        return forward(chunks, cache, shared)
+
+    engine.runner.forward = spy
+    bounded = engine.generate_batch(prompts, SamplingSpec(max_tokens=NEW_TOKENS))
+    assert [g.token_ids for g in bounded] == [g.token_ids for g in unbounded]
+    assert max(n for n, _, _ in seen) == 6
+    assert max(base for _, base, _ in seen) >= shared - engine.prefix_cache.block_size
+    assert max(b for _, _, b in seen) <= engine.memory_bytes
+    probe.close()
     engine.close()

@@ -1,11 +1,14 @@
-"""Keys and values: one contiguous slot per running sequence, and prefix blocks shared by all.
+"""Keys and values: a base every running sequence shares, held once; one contiguous slot per
+running sequence for the rest; and prefix blocks shared by all.
 
 :class:`SlotCache` holds the running sequences' keys and values in one tensor
 ``[layers, 2, slots, kv_heads, length, head_dim]``; the running sequences occupy slots
 ``0..used-1`` (a sequence that leaves hands its slot to the last one), so a decode step attends
-over one view of the first ``used`` slots. Slots and length grow by doubling where the memory
-budget allows (else to exactly what is asked), and :meth:`SlotCache.reset` gives the tensor back
-once no sequence runs.
+over one view of the first ``used`` slots. The leading positions that every running sequence holds
+bit for bit (sixteen episodes' one system prompt) live once, in the base, and each slot starts
+where the base ends: memory grows with what the sequences do not share. Slots and length grow by
+doubling where the memory budget allows (else to exactly what is asked), and
+:meth:`SlotCache.reset` gives the tensor back once no sequence runs.
 
 :class:`PrefixBlocks` keeps the keys and values of earlier sequences in blocks of ``block_size``
 tokens, each keyed by its tokens and its parent block (vLLM's prefix caching, SGLang's radix tree
@@ -34,7 +37,8 @@ class Slotted(Protocol):
 
 
 class SlotCache:
-    """Per-sequence keys and values of the running batch, compacted into the first slots."""
+    """Per-sequence keys and values of the running batch, compacted into the first slots, after
+    a base of positions that every running sequence shares and that is held once."""
 
     def __init__(
         self,
@@ -48,8 +52,10 @@ class SlotCache:
         self.shape = (layers, kv_heads, head_dim)
         self.dtype, self.device = dtype, device
         self.max_bytes = max_bytes
-        """What the slots may take (None: no bound); the scheduler admits against it."""
+        """What the base and the slots may take (None: no bound); the scheduler admits against it."""
         self.owners: list[Slotted] = []
+        self.base_serials: list[int] = []
+        """Serials of the prefix blocks the base holds (one per ``block_size`` positions)."""
         self.reset()
 
     @property
@@ -57,35 +63,49 @@ class SlotCache:
         return len(self.owners)
 
     @property
+    def offset(self) -> int:
+        """Positions held once in the base: slot position ``j`` is the sequence's ``offset + j``."""
+        return int(self.base.shape[3])
+
+    @property
     def length(self) -> int:
-        return int(self.kv.shape[4])
+        """Positions a slot reaches now, the base's included."""
+        return self.offset + int(self.kv.shape[4])
 
     @property
     def nbytes(self) -> int:
-        """Bytes the slot tensor holds now."""
-        return self.kv.numel() * self.kv.element_size()
+        """Bytes the base and the slot tensor hold now."""
+        return (self.kv.numel() + self.base.numel()) * self.kv.element_size()
 
-    def bytes_for(self, slots: int, length: int) -> int:
-        """Bytes of a slot tensor of ``slots`` x ``length`` positions."""
-        return slots * length * self.nbytes_per_token()
+    def bytes_for(self, slots: int, length: int, offset: int | None = None) -> int:
+        """Bytes of a base of ``offset`` positions (default: the current one) and a slot tensor
+        of ``slots`` sequences reaching ``length`` positions."""
+        offset = self.offset if offset is None else offset
+        return (slots * max(0, length - offset) + offset) * self.nbytes_per_token()
 
-    def fits(self, slots: int, length: int) -> bool:
+    def fits(self, slots: int, length: int, offset: int | None = None) -> bool:
         """Whether ``slots`` x ``length`` positions (rounded up as allocated) stay within
-        :attr:`max_bytes`."""
-        return self.max_bytes is None or self.bytes_for(slots, _rounded(length)) <= self.max_bytes
+        :attr:`max_bytes`, with a base of ``offset`` positions (default: the current one)."""
+        offset = self.offset if offset is None else offset
+        own = _rounded(max(0, length - offset))
+        return (
+            self.max_bytes is None or self.bytes_for(slots, offset + own, offset) <= self.max_bytes
+        )
 
     def plan(self, slots: int, length: int) -> tuple[int, int]:
         """The shape :meth:`ensure` grows to for ``slots`` x ``length``: doubling where it fits
         (a growing load then copies the tensor a few times, not at every admission), else what
-        is asked (``length`` rounded up to 64; idle slots and unused positions dropped)."""
-        have_slots, have_length = self.kv.shape[2], self.length
-        slots, length = max(slots, self.used), _rounded(length)
-        if self.fits(max(slots, have_slots), max(length, have_length)):
-            slots, length = max(slots, have_slots), max(length, have_length)
+        is asked (a slot's own positions rounded up to 64; idle slots and unused positions
+        dropped)."""
+        have_slots, have = self.kv.shape[2], self.length
+        slots, length = max(slots, self.used), self.offset + _rounded(max(0, length - self.offset))
+        if self.fits(max(slots, have_slots), max(length, have)):
+            slots, length = max(slots, have_slots), max(length, have)
         if slots > have_slots and self.fits(max(2 * have_slots, slots), length):
             slots = max(2 * have_slots, slots)
-        if length > have_length and self.fits(slots, 2 * have_length):
-            length = max(2 * have_length, length)
+        doubled = self.offset + 2 * (have - self.offset)
+        if length > have and self.fits(slots, doubled):
+            length = max(doubled, length)
         return slots, length
 
     def ensure(self, slots: int, length: int) -> None:
@@ -94,10 +114,12 @@ class SlotCache:
             self._grow(*self.plan(slots, length))
 
     def reset(self) -> None:
-        """Give back the slot tensor (no sequence may hold a slot): one small one remains."""
+        """Give back the slot tensor and the base (no sequence may hold a slot): one small slot
+        tensor remains."""
         assert not self.owners, "reset with sequences still in their slots"
         layers, heads, dim = self.shape
         self.kv = torch.zeros(layers, 2, 1, heads, 64, dim, dtype=self.dtype, device=self.device)
+        self.set_base(None, [])
 
     def acquire(self, seq: Slotted) -> None:
         """Give ``seq`` the next free slot (growing the slot count if need be)."""
@@ -109,7 +131,7 @@ class SlotCache:
         """Free ``seq``'s slot; the last slot's sequence moves into it."""
         last = self.owners.pop()
         if last is not seq:
-            n = last.computed
+            n = max(0, last.computed - self.offset)
             self.kv[:, :, seq.slot, :, :n] = self.kv[:, :, last.slot, :, :n]
             last.slot = seq.slot
             self.owners[seq.slot] = last
@@ -120,27 +142,76 @@ class SlotCache:
         self.ensure(self.kv.shape[2], length)
 
     def layer(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Layer ``i``'s keys and values, ``[slots, kv_heads, length, head_dim]`` each."""
+        """Layer ``i``'s keys and values in the slots, ``[slots, kv_heads, length, head_dim]``
+        each, from position :attr:`offset` on."""
         return self.kv[i, 0], self.kv[i, 1]
+
+    def base_layer(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``i``'s keys and values of the base, ``[kv_heads, offset, head_dim]`` each."""
+        return self.base[i, 0], self.base[i, 1]
 
     def read(self, slot: int, start: int, end: int) -> torch.Tensor:
         """A copy of positions ``start:end`` of a slot: ``[layers, 2, kv_heads, n, head_dim]``."""
-        return self.kv[:, :, slot, :, start:end].clone()
+        p = self.offset
+        own = self.kv[:, :, slot, :, max(start, p) - p : max(end, p) - p]
+        if start >= p:
+            return own.clone()
+        return torch.cat([self.base[:, :, :, start : min(end, p)], own], dim=3)
 
     def write(self, slot: int, start: int, kv: torch.Tensor) -> None:
-        self.kv[:, :, slot, :, start : start + kv.shape[3]] = kv
+        """Put ``kv`` at positions ``start...`` of a slot (what falls in the base is the base's
+        already: a slot is only given what it shares with the base)."""
+        skip = max(0, self.offset - start)
+        start += skip - self.offset
+        self.kv[:, :, slot, :, start : start + kv.shape[3] - skip] = kv[:, :, :, skip:]
 
     def nbytes_per_token(self) -> int:
         layers, heads, dim = self.shape
         return 2 * layers * heads * dim * self.kv.element_size()
 
+    def set_base(self, kv: torch.Tensor | None, serials: list[int]) -> None:
+        """Hold ``kv`` (``[layers, 2, kv_heads, n, head_dim]``, the blocks ``serials``; None:
+        nothing) as the base; only while no sequence holds a slot."""
+        assert not self.owners, "a new base with sequences in their slots"
+        layers, heads, dim = self.shape
+        self.base = self.kv.new_zeros(layers, 2, heads, 0, dim) if kv is None else kv.clone()
+        self.base_serials = list(serials)
+
+    def shrink_base(self, blocks: int, block_size: int) -> None:
+        """Keep the first ``blocks`` blocks in the base; the rest goes back into every slot."""
+        keep, p = blocks * block_size, self.offset
+        if keep >= p:
+            return
+        gone = p - keep
+        layers, heads, dim = self.shape
+        own = int(self.kv.shape[4])
+        kv = self.kv.new_zeros(layers, 2, self.kv.shape[2], heads, _rounded(own + gone), dim)
+        kv[:, :, :, :, gone : gone + own] = self.kv
+        kv[:, :, : self.used, :, :gone] = self.base[:, :, None, :, keep:p]
+        self.kv, self.base = kv, self.base[:, :, :, :keep].clone()
+        del self.base_serials[blocks:]
+
+    def grow_base(self, serials: list[int], block_size: int) -> None:
+        """Move the blocks ``serials`` past the base, which every running slot holds bit for bit,
+        into the base (read from slot 0); the slots keep what follows them."""
+        more = (len(serials) - len(self.base_serials)) * block_size
+        if more <= 0 or not self.owners:
+            return
+        p, own = self.offset, int(self.kv.shape[4])
+        base = torch.cat([self.base, self.kv[:, :, 0, :, :more]], dim=3)
+        kv = self.kv.new_zeros(*self.kv.shape[:4], _rounded(max(own - more, 1)), self.kv.shape[5])
+        kv[:, :, :, :, : own - more] = self.kv[:, :, :, :, more:]
+        self.kv, self.base, self.base_serials = kv, base, list(serials)
+        assert self.offset == p + more
+
     def _grow(self, slots: int, length: int) -> None:
+        own = length - self.offset
         kv = torch.zeros(
-            *self.kv.shape[:2], slots, self.kv.shape[3], length, self.kv.shape[5],
+            *self.kv.shape[:2], slots, self.kv.shape[3], own, self.kv.shape[5],
             dtype=self.dtype, device=self.device,
         )  # fmt: skip
         kept = min(slots, self.kv.shape[2])  # at least the slots in use
-        n = min(length, self.length)  # at least every running sequence's positions
+        n = min(own, int(self.kv.shape[4]))  # at least every running sequence's positions
         kv[:, :, :kept, :, :n] = self.kv[:, :, :kept, :, :n]
         self.kv = kv
 
@@ -231,12 +302,17 @@ class PrefixBlocks:
         self.evict(limit)
         return fresh
 
-    def evict(self, limit: int | None = None) -> None:
+    def evict(self, limit: int | None = None, keep: list[int] | None = None) -> None:
         """Drop least recently used blocks until they take at most ``limit`` bytes (None, or
-        more than :attr:`max_bytes`: :attr:`max_bytes`)."""
+        more than :attr:`max_bytes`: :attr:`max_bytes`), except the blocks ``keep`` (a prompt
+        about to be given them)."""
         bound = self.max_bytes if limit is None else max(0, min(limit, self.max_bytes))
-        while self.nbytes > bound and self._blocks:
-            _, block = self._blocks.popitem(last=False)
+        kept = set(keep or ())
+        while self.nbytes > bound and len(self._blocks) > len(kept):
+            key, block = self._blocks.popitem(last=False)
+            if key in kept:
+                self._blocks[key] = block  # to the recent end: the next oldest goes instead
+                continue
             self.nbytes -= block.kv.numel() * block.kv.element_size()
 
     def clear(self) -> None:

@@ -125,7 +125,9 @@ class _Plan:
         self.decode_rows = torch.tensor([offsets[i] for i in decode], device=device)
         self.decode_slots = torch.tensor([chunks[i].slot for i in decode], device=device)
         self.decode_pos = torch.tensor([chunks[i].start for i in decode], device=device)
-        self.shared = shared
+        self.offset = cache.offset
+        self.shared = self.offset or shared
+        """Positions decode attends once for all rows: the base, else a prefix all slots hold."""
         self.masks = {i: _causal(chunks[i], device) for i in self.prefill}
         """Each prefill chunk's attention mask, built once for every layer (None: from 0)."""
         if decode:
@@ -133,11 +135,11 @@ class _Plan:
             self.width = int(self.decode_pos.max()) + 1
             lengths = torch.zeros(used, dtype=torch.long, device=device)  # idle slots: masked
             lengths[self.decode_slots] = self.decode_pos + 1
-            positions = torch.arange(shared, self.width, device=device)
+            positions = torch.arange(self.shared, self.width, device=device)
             self.mask = (positions[None] >= lengths[:, None])[:, None, None]
 
     def _decode(
-        self, keys: Any, values: Any, q: Any, k: Any, v: Any, scale: float, out: Any
+        self, layer: int, keys: Any, values: Any, q: Any, k: Any, v: Any, scale: float, out: Any
     ) -> None:
         """Every decode row's one query over its slot, the shared prefix read once for all.
 
@@ -147,13 +149,15 @@ class _Plan:
         parts are merged by their maxima and sums (cascade attention). Without a shared prefix
         the masked flash kernel runs instead: the products alone flipped 2 of 96 greedy rows of
         the agent workload against ``generate`` at near-ties, the cascade and the kernel none.
+        With a base (positions held once, in no slot) the shared part is the base.
         """
         rows, slots, used, p = self.decode_rows, self.decode_slots, self.cache.used, self.shared
+        base = self.offset  # slot index = position - base
         kv_heads, dim = keys.shape[1], keys.shape[3]
         heads, n = q.shape[0], len(rows)
         group = heads // kv_heads
-        keys[slots, :, self.decode_pos] = k[:, rows].transpose(0, 1).to(keys.dtype)
-        values[slots, :, self.decode_pos] = v[:, rows].transpose(0, 1).to(keys.dtype)
+        keys[slots, :, self.decode_pos - base] = k[:, rows].transpose(0, 1).to(keys.dtype)
+        values[slots, :, self.decode_pos - base] = v[:, rows].transpose(0, 1).to(keys.dtype)
         if not p:  # the flash kernel: what a40781c ran, and equal to generate on SmolLM2
             query = q.new_zeros(used, heads, 1, dim, dtype=keys.dtype)
             query[slots] = q[:, rows].transpose(0, 1)[:, :, None].to(keys.dtype)
@@ -171,20 +175,25 @@ class _Plan:
         query = mine.new_zeros(used, heads, dim)
         query[slots] = mine.transpose(0, 1)
         query = query.view(used, kv_heads, group, dim)
-        scores = torch.matmul(query, keys[:used, :, p : self.width].transpose(-1, -2))
+        own = slice(p - base, self.width - base)
+        scores = torch.matmul(query, keys[:used, :, own].transpose(-1, -2))
         scores.masked_fill_(self.mask, float("-inf"))  # [used, kv_heads, group, width - p]
         top = scores.amax(dim=-1, keepdim=True)  # idle slots: -inf, their NaNs dropped below
         weights = torch.exp(scores - top)
         total = weights.sum(dim=-1, keepdim=True)
-        o = torch.matmul(weights, values[:used, :, p : self.width])
+        o = torch.matmul(weights, values[:used, :, own])
         top, total, o = top[slots], total[slots], o[slots]  # [n, kv_heads, group, ...]
-        lead = self.decode_slots[0]
+        if base:
+            shared_keys, shared_values = self.cache.base_layer(layer)
+        else:
+            lead = self.decode_slots[0]
+            shared_keys, shared_values = keys[lead, :, :p], values[lead, :, :p]
         shared = mine.view(kv_heads, group * n, dim)
-        s1 = torch.matmul(shared, keys[lead, :, :p].transpose(-1, -2))  # [kv, group * n, p]
+        s1 = torch.matmul(shared, shared_keys.transpose(-1, -2))  # [kv, group * n, p]
         top1 = s1.amax(dim=-1, keepdim=True)
         w1 = torch.exp(s1 - top1)
         total1 = w1.sum(dim=-1, keepdim=True)
-        o1 = torch.matmul(w1, values[lead, :, :p])  # [kv_heads, group * n, dim]
+        o1 = torch.matmul(w1, shared_values)  # [kv_heads, group * n, dim]
         to_rows = (kv_heads, group, n, -1)
         top1, total1, o1 = (t.view(to_rows).permute(2, 0, 1, 3) for t in (top1, total1, o1))
         best = torch.maximum(top, top1)
@@ -198,17 +207,24 @@ class _Plan:
         heads, tokens, dim = q.shape
         out = q.new_empty(tokens, heads, dim, dtype=keys.dtype)
         if len(self.decode_rows):
-            self._decode(keys, values, q, k, v, scale, out)
+            self._decode(layer, keys, values, q, k, v, scale, out)
+        base = self.offset
         for i in self.prefill:
             c, off = self.chunks[i], self.offsets[i]
             n, end = len(c.ids), c.start + len(c.ids)
-            keys[c.slot, :, c.start : end] = k[:, off : off + n].to(keys.dtype)
-            values[c.slot, :, c.start : end] = v[:, off : off + n].to(keys.dtype)
+            keys[c.slot, :, c.start - base : end - base] = k[:, off : off + n].to(keys.dtype)
+            values[c.slot, :, c.start - base : end - base] = v[:, off : off + n].to(keys.dtype)
             mask = self.masks[i]
+            seq_keys = keys[c.slot : c.slot + 1, :, : end - base]
+            seq_values = values[c.slot : c.slot + 1, :, : end - base]
+            if base:  # the base first: one copy of it per prefill chunk and layer
+                base_keys, base_values = self.cache.base_layer(layer)
+                seq_keys = torch.cat([base_keys[None], seq_keys], dim=2)
+                seq_values = torch.cat([base_values[None], seq_values], dim=2)
             o = F.scaled_dot_product_attention(
                 q[None, :, off : off + n].to(keys.dtype),
-                keys[c.slot : c.slot + 1, :, :end],
-                values[c.slot : c.slot + 1, :, :end],
+                seq_keys,
+                seq_values,
                 attn_mask=mask,
                 is_causal=not c.start,
                 scale=scale,

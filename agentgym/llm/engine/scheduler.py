@@ -8,10 +8,13 @@ prefilling waits for it, so sixteen episodes that arrive together with one syste
 it once. A sequence leaves the batch the step it stops: its end-of-sequence token, a stop string,
 its token limit, or its caller giving up.
 
-Memory: the slots and the prefix blocks share one budget (``memory_bytes``). A sequence is admitted
-only if every running sequence and it can reach their token limits (prompt plus
-``max_tokens``, at most the context) within it: one that does not fit waits for a running
-one to leave, and the slots never grow past the budget mid-generation. The prefix blocks take what
+Memory: the base, the slots and the prefix blocks share one budget (``memory_bytes``). The blocks
+that every running sequence starts with, bit for bit, are held once in the cache's base (a sequence
+that shares less shrinks it; one that runs alone starts it from its cached blocks), so a shared
+system prompt is counted once, not once per episode. A sequence is admitted only if every running
+sequence and it can reach their token limits (prompt plus ``max_tokens``, at most the context)
+within it: one that does not fit waits for a running one to leave, and the slots never grow past
+the budget mid-generation. The prefix blocks take what
 the slots leave, least recently used out first. A sequence that alone needs more than the whole
 budget runs alone (the default budget holds one sequence of the full context).
 """
@@ -57,6 +60,10 @@ class Sequence:
     def pending(self) -> int:
         """Tokens to feed before the next token can be sampled."""
         return len(self.request.prompt_ids) + len(self.tokens) - self.computed
+
+
+GROW_BASE_MIN = 64
+"""Positions worth moving into the base at once (a move copies every slot)."""
 
 
 class Scheduler:
@@ -146,38 +153,72 @@ class Scheduler:
         return need if self.max_length is None else min(need, self.max_length)
 
     def _room_for(self, seq: Sequence) -> bool:
-        """Whether the slots can take ``seq`` beside the running ones (room made in the prefix
-        blocks if so); a sequence alone is always admitted."""
+        """Whether the slots can take ``seq`` beside the running ones, with the base they will
+        share (room made in the prefix blocks if so); a sequence alone is always admitted."""
         length = max([self._need(s) for s in self.running] + [self._need(seq)])
         slots = len(self.running) + 1
-        if self.running and not self.cache.fits(slots, length):
-            return False
+        seq.blocks = self._match(seq)
+        if self.running:
+            kept = self._base_kept(seq)
+            offset = kept * self.prefix.block_size if self.prefix is not None else 0
+            if not self.cache.fits(slots, length, offset):
+                return False
+            if self.prefix is not None and kept < len(self.cache.base_serials):
+                self.cache.shrink_base(kept, self.prefix.block_size)
+        else:  # alone: the base becomes its cached blocks (see _admit)
+            self.cache.set_base(None, [])
         if self.memory_bytes is not None and self.prefix is not None:
             shape = self.cache.plan(slots, length)
             planned = self.cache.bytes_for(*shape)
             if shape != (self.cache.kv.shape[2], self.cache.length):
                 planned += self.cache.nbytes  # the old tensor lives while it is copied
-            self.prefix.evict(self.memory_bytes - planned)
+            self.prefix.evict(self.memory_bytes - planned, keep=seq.blocks)
         self.cache.ensure(slots, length)
         return True
+
+    def _match(self, seq: Sequence) -> list[int]:
+        """The cached blocks ``seq``'s prompt starts with (at least its last token computed)."""
+        if self.prefix is None:
+            return []
+        prompt = seq.request.prompt_ids
+        return self.prefix.match(prompt, len(prompt) - 1)
+
+    def _base_kept(self, seq: Sequence) -> int:
+        """Blocks of the base that ``seq`` shares: it starts with them in the prefix cache."""
+        if self.prefix is None or not self.cache.base_serials:
+            return 0
+        serials = self.prefix.serials(seq.blocks)
+        return len(os.path.commonprefix([self.cache.base_serials, serials]))
+
+    def _grow_base(self) -> None:
+        """Hold once, in the base, the leading blocks that every running slot holds bit for bit
+        (their system prompt, say): each slot then keeps only its own positions."""
+        if self.prefix is None or len(self.running) < 2:
+            return
+        common = os.path.commonprefix([s.serials for s in self.running])
+        if (len(common) - len(self.cache.base_serials)) * self.prefix.block_size >= GROW_BASE_MIN:
+            self.cache.grow_base(list(common), self.prefix.block_size)
 
     def prefix_room(self) -> int | None:
         """Bytes the prefix blocks may take now: the budget less the slots (None: no bound)."""
         return None if self.memory_bytes is None else self.memory_bytes - self.cache.nbytes
 
     def _admit(self, seq: Sequence) -> None:
+        """Give ``seq`` a slot holding its cached blocks (``seq.blocks``, from :meth:`_room_for`)."""
+        if self.prefix is None or not seq.blocks:
+            self.cache.acquire(seq)
+            self.running.append(seq)
+            return
+        kv = self.prefix.gather(seq.blocks)
+        seq.serials = self.prefix.serials(seq.blocks)
+        if not self.running:  # alone: its cached blocks become the base others may share
+            self.cache.set_base(kv, seq.serials)
         self.cache.acquire(seq)
         self.running.append(seq)
-        if self.prefix is None:
-            return
-        prompt = seq.request.prompt_ids
-        seq.blocks = self.prefix.match(prompt, len(prompt) - 1)
-        if seq.blocks:
-            kv = self.prefix.gather(seq.blocks)
-            self.cache.reserve(len(prompt))
-            self.cache.write(seq.slot, 0, kv)
-            seq.computed = seq.cached = kv.shape[3]
-            seq.serials = self.prefix.serials(seq.blocks)
+        self.cache.reserve(len(seq.request.prompt_ids))
+        self.cache.write(seq.slot, 0, kv)
+        seq.computed = seq.cached = kv.shape[3]
+        self._grow_base()
 
     def _store(self, seq: Sequence) -> None:
         if self.prefix is not None and seq.slot >= 0:
