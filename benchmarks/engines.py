@@ -18,7 +18,9 @@ seconds first):
 
 Engines: ``before`` is the fallback path (:class:`FallbackEngine`:
 ``transformers.generate`` behind a dynamic batcher, with its prefix cache), ``after`` the
-continuous-batching :class:`LocalEngine`, and ``vllm`` (:class:`VLLMEngine`, the same interface)
+continuous-batching :class:`LocalEngine` at its default memory budget, ``unbounded`` the same
+with a budget nothing reaches (``kv_cache_gb=64``: what the default's sharing must keep up
+with), and ``vllm`` (:class:`VLLMEngine`, the same interface)
 where vLLM is installed (``VLLM_CPU_OMP_THREADS_BIND=0`` binds it to one core). Greedy outputs of
 all engines are compared; the table says whether they agree. ``--skip clarify,rl`` leaves parts
 out; ``--episodes/--turns`` shrink the workload on a busy machine (the table states the sizes run).
@@ -64,6 +66,7 @@ def engine_factories(path: str, only: list[str]) -> dict[str, Callable[[], Any]]
     factories: dict[str, Callable[[], Any]] = {
         "before": lambda: FallbackEngine(path, max_batch_size=32),
         "after": lambda: LocalEngine(path, max_batch_size=32),
+        "unbounded": lambda: LocalEngine(path, max_batch_size=32, kv_cache_gb=64),
     }
     from agentgym.llm.engine.vllm import VLLMEngine, vllm_available
 
