@@ -34,7 +34,7 @@ INSTALL: dict[str, str] = {
     "textarena": '".[textarena]"',
     "skyrl_gym": '".[skyrl]"',
     "inspect_ai": '".[inspect]"',
-    "verifiers": '".[verifiers]" -e environments/agentgym_env',
+    "verifiers": '".[verifiers]" -e verifiers_envs/agentgym_env',
 }
 """Top-level module -> what to pip install (from the clone) to get it."""
 

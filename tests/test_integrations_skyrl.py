@@ -7,8 +7,17 @@ import pytest
 import skyrl_gym
 
 import agentgym
-from agentgym.integrations.skyrl_gym import BUILTIN, register_skyrl
+from agentgym.envs import skyrl, textarena
+from agentgym.envs.skyrl import BUILTIN
+from agentgym.integrations.skyrl_gym import register_skyrl
 from agentgym.testing import check_env
+
+
+@pytest.fixture(autouse=True, scope="module")
+def registered():
+    """The families' own registrars, so these tests do not depend on the installed entry points."""
+    skyrl.register_envs()
+    textarena.register_envs()
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

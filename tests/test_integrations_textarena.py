@@ -10,15 +10,22 @@ from typer.testing import CliRunner
 
 import agentgym
 from agentgym.cli import app
-from agentgym.integrations.textarena import (
+from agentgym.envs.textarena import (
     EXPERTS,
     SINGLE_PLAYER,
     TWO_PLAYER,
     TextArenaParallelEnv,
-    suite,
+    register_envs,
 )
+from agentgym.envs.textarena.generate import suite
 from agentgym.task import TaskSuite
 from agentgym.testing import check_env, check_parallel_env
+
+
+@pytest.fixture(autouse=True, scope="module")
+def registered():
+    """The family's own registrar, so these tests do not depend on the installed entry points."""
+    register_envs()
 
 
 @pytest.mark.parametrize("game", [*SINGLE_PLAYER, *TWO_PLAYER])

@@ -7,8 +7,8 @@ the run's user, as verifiers' own TextArena taskset steps TextArena: each assist
 as ``agentgym eval``'s chat agent parses it (format errors corrected twice), the observation comes
 back as the next user turn, and the episode's verdict is recorded as the rewards ``success``
 (weighted 1) and ``score`` / ``return`` (weighted 0, for the record). The package
-``environments/agentgym_env`` exports these classes, so ``vf-eval agentgym-env`` finds them the way
-verifiers environments are installed. Importing this module needs verifiers (the ``verifiers``
+``verifiers_envs/agentgym_env`` exports these classes, so ``vf-eval agentgym-env`` finds them the
+way verifiers environments are installed. Importing this module needs verifiers (the ``verifiers``
 extra).
 """
 
@@ -146,7 +146,7 @@ def sampling(env_id: str) -> dict[str, Any]:
 
 
 TASKSET_ID = "agentgym_env"
-"""The verifiers environment package (``environments/agentgym_env``) that exports these classes."""
+"""The verifiers environment package (``verifiers_envs/agentgym_env``) exporting these classes."""
 
 
 def vf_eval_command(
@@ -195,7 +195,7 @@ def load_environment(
 ) -> vf.Env:
     """A verifiers environment that plays agentgym episodes of ``suite`` (default: ``env_id``'s
     own suite), the first ``limit`` tasks; needs the ``agentgym-env`` package installed
-    (``pip install -e environments/agentgym_env``), as verifiers resolves environments by package."""
+    (``pip install -e verifiers_envs/agentgym_env``): verifiers resolves environments by package."""
     return vf.load_environment(
         env_config(env_id, suite=suite, limit=limit, seed=seed, max_steps=max_steps)
     )
