@@ -54,6 +54,10 @@ HAS |= {"python3-pip", "python-is-python3", "ca-certificates", "coreutils"}
 """Packages of our sandbox image: a Dockerfile that installs only these needs no image of its own."""
 NETWORK = re.compile(r"\b(curl|wget|uvx|apt-get|apt|pip3?\s+install|uv\s+(?:pip|add|sync|tool))\b")
 """Commands a test or solve script would need the network for (the sandbox has none)."""
+BASES = re.compile(
+    r"^(?:docker\.io/)?(?:library/)?(python|debian|ubuntu|buildpack-deps|agentgym-sandbox)\b"
+)
+"""Base images whose programs our sandbox image has (with the RUN installs of :data:`HAS`)."""
 EXPORT_BASE = "python:3.11-slim"
 CONTAINER_PATHS = {"/tests": "tests", "/logs/verifier": "verifier", "/solution": "solution"}
 
@@ -179,7 +183,10 @@ def dockerfile_lines(text: str) -> list[tuple[str, str]]:
 def satisfied(command: str) -> bool:
     """Whether a ``RUN`` command only installs what our sandbox image has (or cleans up)."""
     for part in re.split(r"&&|;|\|\|", command):
-        words = [w for w in shlex.split(part) if not w.startswith("-")]
+        try:
+            words = [w for w in shlex.split(part) if not w.startswith("-")]
+        except ValueError:  # unbalanced quotes: not a command we know
+            return False
         if not words or words[:2] in (["apt-get", "update"], ["apt-get", "clean"]):
             continue
         if words[0] == "rm" and all(w.startswith("/var/lib/apt/lists") for w in words[1:]):
@@ -223,6 +230,11 @@ def read_container(environment: Path) -> Container:
             _copy(environment, box, [a for a in shlex.split(args) if not a.startswith("--")])
         elif word == "RUN" and satisfied(args):
             continue
+        elif word == "FROM" and not BASES.match(_image(args)):
+            raise UnsupportedTask(
+                f"environment/Dockerfile: FROM {args[:120]}: a base image with more than our "
+                "sandbox image (python3, bash, git, pytest); run it with Harbor"
+            )
         elif word not in ("FROM", "LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "ARG", "USER"):
             raise UnsupportedTask(
                 f"environment/Dockerfile: {word} {args[:120]} needs an image of its own (build "
@@ -230,6 +242,11 @@ def read_container(environment: Path) -> Container:
                 "python3, bash, git and pytest"
             )
     return box
+
+
+def _image(args: str) -> str:
+    """The image a ``FROM`` line names (``--platform=...`` and ``AS stage`` skipped)."""
+    return next((w for w in args.split() if not w.startswith("--")), "")
 
 
 def _copy(environment: Path, box: Container, args: list[str]) -> None:
