@@ -18,6 +18,7 @@ from agentgym.envs.swe.scripted import RewardMissing, map_paths
 from agentgym.integrations.harbor import (
     export_harbor,
     harbor_load,
+    harbor_python,
     import_harbor,
     satisfied,
 )
@@ -67,6 +68,13 @@ def test_exported_suites_load_in_harbor_and_round_trip_through_the_sandbox(env, 
         assert one["config"]["metadata"]["agentgym_id"] == task.id
         assert (one["test_script"], one["solve_script"]) == ("test.sh", "solve.sh")
         assert one["verifier_mode"] == "shared"
+    lint = [harbor_python(), "-m", "harbor.cli.main", "lint", "--json", *map(str, dirs)]
+    linted = subprocess.run(lint, capture_output=True, text=True)
+    assert linted.returncode in (0, 1), linted.stderr  # 1: it found something
+    findings = json.loads(linted.stdout)
+    # Harbor's linter would have the tests in a separate verifier container; ours share the
+    # agent's (the import side runs only shared verifiers). Nothing else is flagged.
+    assert {f["rule"] for f in findings} == {"shared-verifier"}, findings
     imported, skipped = import_harbor(tmp_path)
     assert skipped == {} and len(imported) == 3
     for task in imported:

@@ -354,7 +354,7 @@ def import_harbor(path: str | Path) -> tuple[list[Task], dict[str, str]]:
 # ------------------------------------------------------------------ export
 DOCKERFILE = f"""FROM {EXPORT_BASE}
 RUN apt-get update && apt-get install -y --no-install-recommends git \\
- && rm -rf /var/lib/apt/lists/* && pip install --no-cache-dir pytest
+ && rm -rf /var/lib/apt/lists/* && pip install --no-cache-dir pytest==8.4.1
 WORKDIR /app
 COPY repo/ /app/
 """
@@ -408,8 +408,8 @@ def harbor_files(task: Task) -> tuple[dict[str, str], dict[str, Any]]:
         "metadata": meta,
         "verifier": {"timeout_sec": config.grade_timeout},
         "agent": {"timeout_sec": config.command_timeout * config.max_turns},
-        "environment": {"network_mode": "no-network"},
-    }
+    }  # no network_mode: Harbor's docker environment enforces "no-network" only with its
+    # egress-control sidecar, whose images it pulls
     return out, data
 
 
