@@ -23,6 +23,7 @@ from agentgym.integrations.harbor import (
     satisfied,
 )
 from agentgym.sandbox.local import bwrap_works
+from agentgym.sandbox.testing import require_docker
 from agentgym.task import Task, TaskSuite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,6 +108,18 @@ def test_harbor_tasks_written_for_the_test_import_and_grade_by_their_own_tests(e
         reward, info = solve(env, task)
         assert reward == 1.0 and info["success"], info
     assert env.sandbox.read_file("/work/repo/stats.py").count("middle - 1") == 1
+
+
+def test_harbor_tasks_grade_in_the_docker_sandbox_too():
+    require_docker()  # the sandbox runs commands only: the image's agentgym code is not used
+    tasks, _ = import_harbor(WRITTEN)
+    docker = SweEnv(suite="swe/humanevalfix", sandbox="docker")
+    try:
+        for task in tasks:
+            assert submit_unsolved(docker, task)[0] == 0.0
+            assert solve(docker, task)[0] == 1.0
+    finally:
+        docker.close()
 
 
 def test_a_planted_reward_does_not_count_and_a_missing_one_is_an_error(env, tmp_path):

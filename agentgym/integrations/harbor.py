@@ -401,7 +401,7 @@ def harbor_files(task: Task) -> tuple[dict[str, str], dict[str, Any]]:
     else:
         out["solution/fix.patch"] = gold.fix_patch or ""
         out["solution/solve.sh"] = "#!/bin/bash\ncd /app && git apply /solution/fix.patch\n"
-    meta = {"agentgym_id": task.id, "agentgym_env": task.env, "tags": task.tags}
+    meta: dict[str, Any] = {"agentgym_id": task.id, "agentgym_env": task.env, "tags": task.tags}
     if task.difficulty is not None:
         meta["difficulty"] = task.difficulty
     data = {
@@ -423,6 +423,7 @@ def export_harbor(tasks: list[Task], out: str | Path) -> tuple[str, list[Path]]:
     folder loaded back by Harbor itself. Returns Harbor's version and the folders; ``ValueError``
     listing the folders Harbor refused."""
     root = Path(out)
+    folders: list[Path] = []
     jobs = []
     for task in tasks:
         files, data = harbor_files(task)
@@ -434,7 +435,8 @@ def export_harbor(tasks: list[Task], out: str | Path) -> tuple[str, list[Path]]:
             (folder / rel).write_text(text, encoding="utf-8")
             if rel.endswith(".sh"):
                 (folder / rel).chmod(0o755)
-        jobs.append({"dir": folder.resolve(), "config": data})
+        folders.append(folder.resolve())
+        jobs.append({"dir": folders[-1], "config": data})
     version, loaded = harbor_load(jobs)
     bad = [
         f"{one['dir']}: {one.get('error', 'Task.is_valid_dir is False')}"
@@ -443,4 +445,4 @@ def export_harbor(tasks: list[Task], out: str | Path) -> tuple[str, list[Path]]:
     ]
     if bad:
         raise ValueError(f"harbor {version} refused {len(bad)} folder(s): " + "; ".join(bad[:3]))
-    return version, [Path(j["dir"]) for j in jobs]
+    return version, folders
