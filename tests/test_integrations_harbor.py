@@ -20,7 +20,6 @@ from agentgym.integrations.harbor import (
     harbor_load,
     harbor_python,
     import_harbor,
-    satisfied,
 )
 from agentgym.sandbox.local import bwrap_works
 from agentgym.sandbox.testing import require_docker
@@ -166,12 +165,7 @@ def test_cli_exports_and_imports(tmp_path):
     assert refused.returncode == 2 and "FROM node:20-slim" in refused.stderr
 
 
-def test_run_lines_and_container_paths():
-    assert satisfied("apt-get update && apt-get install -y --no-install-recommends git python3")
-    assert satisfied("pip install --no-cache-dir pytest==8.4.1 && rm -rf /var/lib/apt/lists/*")
-    assert not satisfied("pip install numpy")
-    assert not satisfied("apt-get install -y nodejs")
-    assert not satisfied("make install")
+def test_container_paths_are_rewritten_as_whole_path_components():
     paths = {"/app": "repo", "/logs/verifier": "verifier", "/tests": "tests"}
     folders = {"repo": "/work/repo", "verifier": "/work/v", "tests": "/work/t"}
     text = 'cd /app; cat "/app/x" /apple /tests/a.py > /logs/verifier/reward.txt /my/app'

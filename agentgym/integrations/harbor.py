@@ -14,7 +14,8 @@ interpreter (:func:`harbor_python`: ``$AGENTGYM_HARBOR_PYTHON``, else the virtua
 
 Import (:func:`import_harbor`) takes tasks whose container our sandbox image can stand in for:
 the Dockerfile may only set ``WORKDIR``, ``COPY``/``ADD`` files of ``environment/`` under it and
-``RUN`` installs of what the image already has (python3, bash, git, pytest: :data:`HAS`); the
+``RUN`` installs of what the image already has (python3, bash, git, pytest:
+:mod:`agentgym.sandbox.dockerfile`); the
 scripts must not install anything (the sandbox has no network). Others are refused with the
 reason: a prebuilt ``docker_image``, a ``docker-compose.yaml``, multi-step tasks, a separate
 verifier container, Windows, any other Dockerfile line (their image must be built where Docker
@@ -37,11 +38,11 @@ import re
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentgym.extras import MissingExtra
+from agentgym.sandbox.dockerfile import Container, ImageNeeded, read_container
 from agentgym.task import Task
 
 ENV_ID = "agentgym/Swe-v0"
@@ -49,15 +50,8 @@ PYTHON_VARIABLE = "AGENTGYM_HARBOR_PYTHON"
 """An interpreter (Python 3.12+) that imports harbor, for agentgym on an older Python."""
 DEFAULT_VENV = Path.home() / ".cache" / "agentgym" / "harbor-venv"
 """Where ``scripts/setup.d/40-harbor.sh`` installs harbor when this Python is older than 3.12."""
-HAS = {"python3", "python", "bash", "git", "pytest", "python3-pytest", "procps"}
-HAS |= {"python3-pip", "python-is-python3", "ca-certificates", "coreutils"}
-"""Packages of our sandbox image: a Dockerfile that installs only these needs no image of its own."""
 NETWORK = re.compile(r"\b(curl|wget|uvx|apt-get|apt|pip3?\s+install|uv\s+(?:pip|add|sync|tool))\b")
-"""Commands a test or solve script would need the network for (the sandbox has none)."""
-BASES = re.compile(
-    r"^(?:docker\.io/)?(?:library/)?(python|debian|ubuntu|buildpack-deps|agentgym-sandbox)\b"
-)
-"""Base images whose programs our sandbox image has (with the RUN installs of :data:`HAS`)."""
+"""Commands a test or solve shell script would need the network for (the sandbox has none)."""
 EXPORT_BASE = "python:3.11-slim"
 CONTAINER_PATHS = {"/tests": "tests", "/logs/verifier": "verifier", "/solution": "solution"}
 
@@ -156,117 +150,6 @@ def task_dirs(path: str | Path) -> list[Path]:
 
 
 # ------------------------------------------------------------------ import
-@dataclass
-class Container:
-    """What a Dockerfile our sandbox image can stand in for puts in its container."""
-
-    workdir: str = "/"
-    files: dict[str, str] = field(default_factory=dict)
-    """Text files by container path."""
-
-
-def dockerfile_lines(text: str) -> list[tuple[str, str]]:
-    """``(INSTRUCTION, arguments)`` per instruction, continuations joined, comments dropped."""
-    joined = re.sub(
-        r"\\\s*\n",
-        " ",
-        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")),
-    )
-    out = []
-    for line in joined.splitlines():
-        if line.strip():
-            word, _, rest = line.strip().partition(" ")
-            out.append((word.upper(), rest.strip()))
-    return out
-
-
-def satisfied(command: str) -> bool:
-    """Whether a ``RUN`` command only installs what our sandbox image has (or cleans up)."""
-    for part in re.split(r"&&|;|\|\|", command):
-        try:
-            words = [w for w in shlex.split(part) if not w.startswith("-")]
-        except ValueError:  # unbalanced quotes: not a command we know
-            return False
-        if not words or words[:2] in (["apt-get", "update"], ["apt-get", "clean"]):
-            continue
-        if words[0] == "rm" and all(w.startswith("/var/lib/apt/lists") for w in words[1:]):
-            continue
-        names = _installed(words)
-        if names is None or not names <= HAS:
-            return False
-    return True
-
-
-def _installed(words: list[str]) -> set[str] | None:
-    """The package names an install command asks for (versions dropped); None if not one."""
-    for prefix in (
-        ["apt-get", "install"],
-        ["apt", "install"],
-        ["pip", "install"],
-        ["pip3", "install"],
-        ["python", "-m", "pip", "install"],
-        ["python3", "-m", "pip", "install"],
-        ["uv", "pip", "install"],
-    ):
-        kept = [w for w in prefix if not w.startswith("-")]
-        if words[: len(kept)] == kept:
-            return {re.split(r"[=<>~!\[;]", w, maxsplit=1)[0].lower() for w in words[len(kept) :]}
-    return None
-
-
-def read_container(environment: Path) -> Container:
-    """The container ``environment/Dockerfile`` builds, if our sandbox image can stand in for it;
-    :class:`UnsupportedTask` naming the first line that needs an image of its own."""
-    if (environment / "docker-compose.yaml").exists():
-        raise UnsupportedTask("environment/docker-compose.yaml: several containers")
-    dockerfile = environment / "Dockerfile"
-    if not dockerfile.is_file():
-        raise UnsupportedTask("no environment/Dockerfile")
-    box = Container()
-    for word, args in dockerfile_lines(dockerfile.read_text()):
-        if word == "WORKDIR":
-            box.workdir = str(PurePosixPath(box.workdir, args))
-        elif word in ("COPY", "ADD") and not re.search(r"--from|://", args):
-            _copy(environment, box, [a for a in shlex.split(args) if not a.startswith("--")])
-        elif word == "RUN" and satisfied(args):
-            continue
-        elif word == "FROM" and not BASES.match(_image(args)):
-            raise UnsupportedTask(
-                f"environment/Dockerfile: FROM {args[:120]}: a base image with more than our "
-                "sandbox image (python3, bash, git, pytest); run it with Harbor"
-            )
-        elif word not in ("FROM", "LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "ARG", "USER"):
-            raise UnsupportedTask(
-                f"environment/Dockerfile: {word} {args[:120]} needs an image of its own (build "
-                "and run it with Harbor where Docker can pull); our sandbox image has only "
-                "python3, bash, git and pytest"
-            )
-    return box
-
-
-def _image(args: str) -> str:
-    """The image a ``FROM`` line names (``--platform=...`` and ``AS stage`` skipped)."""
-    return next((w for w in args.split() if not w.startswith("--")), "")
-
-
-def _copy(environment: Path, box: Container, args: list[str]) -> None:
-    *sources, dest = args
-    base = PurePosixPath(box.workdir, dest)
-    for source in sources:
-        src = (environment / source).resolve()
-        if not src.is_relative_to(environment.resolve()) or not src.exists():
-            raise UnsupportedTask(f"COPY {source}: not a file of environment/")
-        found = [src] if src.is_file() else sorted(p for p in src.rglob("*") if p.is_file())
-        for f in found:
-            rel = f.relative_to(src).as_posix() if src.is_dir() else None
-            into_dir = src.is_dir() or dest.endswith("/") or len(sources) > 1
-            target = base / rel if rel else (base / f.name if into_dir else base)
-            try:
-                box.files[str(target)] = f.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                raise UnsupportedTask(f"COPY {source}: {f.name} is not a text file") from None
-
-
 def _folder(root: Path, names: list[str]) -> dict[str, str]:
     try:
         return {n: (root / n).read_text(encoding="utf-8") for n in names}
@@ -293,13 +176,17 @@ def to_task(loaded: dict[str, Any]) -> Task:
         raise UnsupportedTask("its tests run in a separate verifier container")
     if not loaded["test_script"] or not loaded["solve_script"]:
         raise UnsupportedTask("no tests/test.sh or no solution/solve.sh")
-    box = read_container(folder / "environment")
+    try:
+        box = read_container(folder / "environment")
+    except ImageNeeded as e:
+        raise UnsupportedTask(str(e)) from None
     if box.workdir == "/":
         raise UnsupportedTask("no WORKDIR: the agent's folder is /")
     tests = _folder(folder / "tests", loaded["tests"])
     solution = _folder(folder / "solution", loaded["solution"])
     for name, text in {**tests, **solution}.items():
-        if m := NETWORK.search(text):
+        commands = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+        if name.endswith(".sh") and (m := NETWORK.search("\n".join(commands))):
             raise UnsupportedTask(f"{name} runs {m.group(0)!r}, which needs the network")
     files = _repo_files(box)
     swe = SweConfig(
