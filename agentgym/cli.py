@@ -244,11 +244,11 @@ def tasks_import_harbor(
     out: Annotated[Path, typer.Option("--out", help="JSONL suite to write (Swe-v0 tasks)")],
 ) -> None:
     """Import Harbor task folders as Swe-v0 tasks graded by each task's own tests/test.sh."""
-    from agentgym.integrations.harbor import import_harbor
     from agentgym.task import write_tasks
+    from agentgym.task_formats import TASK_FORMATS
 
     with user_errors():
-        tasks, skipped = import_harbor(path)
+        tasks, skipped = TASK_FORMATS.get("harbor").import_tasks(path)
     for name, why in skipped.items():
         err_console.print(f"skipped {name}: {why}", highlight=False, markup=False)
     if not tasks:
@@ -266,12 +266,11 @@ def tasks_export_harbor(
     limit: Annotated[int | None, typer.Option(help="Export the first N tasks only")] = None,
 ) -> None:
     """Export a Swe-v0 suite as Harbor task folders, each loaded back by Harbor's own Task."""
-    from agentgym.integrations.harbor import export_harbor
+    from agentgym.task_formats import TASK_FORMATS
 
     with user_errors():
         tasks = TaskSuite.load(suite).tasks[:limit]
-        version, dirs = export_harbor(tasks, out)
-    console.print(f"{len(dirs)} Harbor task folder(s) -> {out} (loaded by harbor {version})")
+        console.print(TASK_FORMATS.get("harbor").export_tasks(tasks, out), soft_wrap=True)
 
 
 @app.command()

@@ -14,13 +14,9 @@ from pathlib import Path
 import pytest
 
 from agentgym.envs.swe.env import SweEnv
+from agentgym.envs.swe.harbor import export_harbor, import_harbor
 from agentgym.envs.swe.scripted import RewardMissing, map_paths
-from agentgym.integrations.harbor import (
-    export_harbor,
-    harbor_load,
-    harbor_python,
-    import_harbor,
-)
+from agentgym.integrations.harbor import harbor_load, harbor_python
 from agentgym.sandbox.local import bwrap_works
 from agentgym.sandbox.testing import require_docker
 from agentgym.task import Task, TaskSuite
