@@ -6,6 +6,7 @@ for the test (tests/data/harbor) imported, graded, or refused with the reason.""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -168,3 +169,19 @@ def test_container_paths_are_rewritten_as_whole_path_components():
     assert map_paths(text, paths, folders) == (  # type: ignore[arg-type]
         'cd /work/repo; cat "/work/repo/x" /apple /work/t/a.py > /work/v/reward.txt /my/app'
     )
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="harbor may be installed beside agentgym")
+def test_without_a_harbor_interpreter_the_cli_says_how_to_get_one(tmp_path):
+    command = [sys.executable, "-m", "agentgym.cli", "tasks", "import-harbor", str(WRITTEN)]
+    env = {**os.environ, "AGENTGYM_HARBOR_PYTHON": str(tmp_path / "no-python")}
+    result = subprocess.run(
+        [*command, "--out", str(tmp_path / "x.jsonl")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "need harbor (Python 3.12+)" in result.stderr and "40-harbor.sh" in result.stderr
