@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentgym.envs.swe.env import SweEnv
-from agentgym.envs.swe.harbor import export_harbor, import_harbor
+from agentgym.envs.swe.harbor import UnsupportedTask, export_harbor, import_harbor
 from agentgym.envs.swe.scripted import RewardMissing, map_paths
 from agentgym.integrations.harbor import harbor_load, harbor_python
 from agentgym.sandbox.local import bwrap_works
@@ -96,6 +96,7 @@ def test_harbor_tasks_written_for_the_test_import_and_grade_by_their_own_tests(e
     assert hello.tags == ["harbor", "trivial", "file-operations"] and hello.difficulty == "easy"
     assert median.tags == ["harbor", "python", "bugfix"]
     assert median.config["files"]["stats.py"].startswith('"""Small statistics')
+    assert median.gold["test_script"]["env"] == {"REPORT": "/logs/verifier/pytest.txt"}
     obs, _ = env.reset(options={"task": hello})
     assert "/work/repo/hello.txt" in obs and "/app" not in obs
     for task in (hello, median):
@@ -141,6 +142,19 @@ def test_harbor_refusals_reach_the_user(tmp_path):
     (broken / "instruction.md").unlink()
     with pytest.raises(ValueError, match="harbor refused it: FileNotFoundError"):
         import_harbor(broken)
+    judged = tmp_path / "judged"
+    shutil.copytree(WRITTEN / "median", judged)
+    with (judged / "task.toml").open("a") as toml:
+        toml.write("\n[verifier.env.more]\n")  # not a string: Harbor's TaskConfig refuses it
+    with pytest.raises(ValueError, match="harbor refused it: ValidationError"):
+        import_harbor(judged)
+    (judged / "task.toml").write_text(
+        (WRITTEN / "median" / "task.toml")
+        .read_text()
+        .replace('REPORT = "/logs/verifier/pytest.txt"', 'OPENAI_API_KEY = "${OPENAI_API_KEY}"')
+    )
+    with pytest.raises(UnsupportedTask, match=r"variables taken from the host \(OPENAI_API_KEY\)"):
+        import_harbor(judged)
 
 
 def test_cli_exports_and_imports(tmp_path):

@@ -138,6 +138,8 @@ class Scripted(BaseModel):
     """The folder's files by path inside it."""
     script: RepoPath
     """The script to run, one of ``files``."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables the script runs with (Harbor's ``verifier.env``, ``solution.env``)."""
 
     @model_validator(mode="after")
     def _script_present(self) -> Scripted:

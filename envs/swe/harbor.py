@@ -11,7 +11,9 @@ nothing (the sandbox has no network). The files copied under ``WORKDIR`` become 
 and ``gold.fix_script``; ``/app`` (the ``WORKDIR``), ``/tests``, ``/logs/verifier`` and
 ``/solution`` are mapped onto sandbox folders (``SweConfig.paths``). Refused with the reason: a
 prebuilt ``docker_image``, a ``docker-compose.yaml``, a multi-step task, a separate verifier
-container, Windows, any other Dockerfile line, a script running curl, wget, apt, pip or uv.
+container, Windows, container environment variables, verifier or solution variables read from
+the host (``${...}``: secrets), any other Dockerfile line, a script running curl, wget, apt,
+pip or uv. ``verifier.env`` and ``solution.env`` go with the scripts.
 
 Export (:func:`export_harbor`) writes the repository into ``environment/repo/`` under
 ``WORKDIR /app`` (``FROM python:3.11-slim``, git and pytest 8.4.1 installed), a ``tests/test.sh``
@@ -61,12 +63,18 @@ def to_task(loaded: dict[str, Any]) -> Task:
         raise ValueError(f"{loaded['dir']}: harbor refused it: {loaded['error']}")
     config, folder = loaded["config"], Path(loaded["dir"])
     env = config["environment"]
+    verifier_env, solution_env = config["verifier"]["env"], config["solution"]["env"]
     if config.get("steps"):
         raise UnsupportedTask("a multi-step task (steps/)")
     if env.get("docker_image"):
         raise UnsupportedTask(f"a prebuilt image ({env['docker_image']}) to pull")
     if env.get("os", "linux") != "linux":
         raise UnsupportedTask(f"a {env['os']} container")
+    if env.get("env"):
+        raise UnsupportedTask(f"container environment variables ({', '.join(env['env'])})")
+    secrets = [k for k, v in {**verifier_env, **solution_env}.items() if "${" in v]
+    if secrets:
+        raise UnsupportedTask(f"variables taken from the host ({', '.join(secrets)})")
     if loaded["verifier_mode"] != "shared":
         raise UnsupportedTask("its tests run in a separate verifier container")
     if not loaded["test_script"] or not loaded["solve_script"]:
@@ -90,8 +98,8 @@ def to_task(loaded: dict[str, Any]) -> Task:
         paths={box.workdir: "repo", **CONTAINER_PATHS},
     )
     gold = SweGold(
-        test_script=Scripted(files=tests, script=loaded["test_script"]),
-        fix_script=Scripted(files=solution, script=loaded["solve_script"]),
+        test_script=Scripted(files=tests, script=loaded["test_script"], env=verifier_env),
+        fix_script=Scripted(files=solution, script=loaded["solve_script"], env=solution_env),
     )
     meta, package = config.get("metadata") or {}, config.get("task") or {}
     tags = ["harbor", *package.get("keywords", []), *meta.get("tags", [])]
@@ -129,6 +137,10 @@ def import_harbor(path: str | Path) -> tuple[list[Task], dict[str, str]]:
         except UnsupportedTask as e:
             if len(dirs) == 1:
                 raise UnsupportedTask(f"{d}: {e}") from None
+            skipped[one.get("name", d.name)] = str(e)
+        except ValueError as e:  # Harbor refused the folder, or it makes no valid task
+            if len(dirs) == 1:
+                raise
             skipped[one.get("name", d.name)] = str(e)
     return tasks, skipped
 

@@ -88,7 +88,8 @@ def grade_script(sandbox: Sandbox, repo: str, config: SweConfig, tests: Scripted
     _write_folder(sandbox, folders["verifier"], {})
     script = f"{folders['tests']}/{tests.script}"
     try:
-        r = sandbox.exec(["bash", script], cwd=repo, timeout=config.grade_timeout)
+        env = {k: map_paths(v, config.paths, folders) for k, v in tests.env.items()}
+        r = sandbox.exec(["bash", script], cwd=repo, env=env, timeout=config.grade_timeout)
         output = r.stdout + r.stderr
     except TimeoutError:
         output = f"The tests did not finish within {config.grade_timeout:.0f}s."
@@ -136,7 +137,8 @@ def solve_command(fix: Scripted, config: SweConfig, workdir: str, repo: str) -> 
         target = shlex.quote(f"{folder}/{path}")
         body, end = text.removesuffix("\n"), _delimiter(text)
         lines.append(f"mkdir -p \"$(dirname {target})\" && cat > {target} <<'{end}'\n{body}\n{end}")
-    lines.append(f"bash {shlex.quote(f'{folder}/{fix.script}')}")
+    env = [f"{k}={shlex.quote(map_paths(v, config.paths, folders))}" for k, v in fix.env.items()]
+    lines.append(" ".join(["env", *env, "bash", shlex.quote(f"{folder}/{fix.script}")]))
     return "\n".join(lines)
 
 

@@ -1,2 +1,2 @@
 #!/bin/bash
-cp /solution/stats.py /app/stats.py
+cp "$FIXED" /app/stats.py
