@@ -35,7 +35,6 @@ INSTALL: dict[str, str] = {
     "skyrl_gym": '".[skyrl]"',
     "inspect_ai": '".[inspect]"',
     "verifiers": '".[verifiers]" -e environments/agentgym_env',
-    "harbor": '".[harbor]" (Python 3.12+; else scripts/setup.d/40-harbor.sh)',
 }
 """Top-level module -> what to pip install (from the clone) to get it."""
 
