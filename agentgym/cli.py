@@ -79,7 +79,9 @@ app = typer.Typer(
     add_completion=False,
     help="Step text environments, evaluate agents, report results.",
 )
-tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
+tasks_app = typer.Typer(
+    no_args_is_help=True, help="List, show, validate, import and export task suites."
+)
 app.add_typer(tasks_app, name="tasks")
 model_app = typer.Typer(no_args_is_help=True, help="Fetch known models, build tiny local ones.")
 app.add_typer(model_app, name="model")
@@ -234,6 +236,41 @@ def tasks_validate(suites: list[str]) -> None:
         console.print(f"{suite}: {verdict}", soft_wrap=True)
     if bad:
         raise typer.Exit(2)  # bad input, as every other refusal
+
+
+@tasks_app.command("import-harbor")
+def tasks_import_harbor(
+    path: Annotated[Path, typer.Argument(help="A Harbor task folder, or a folder of them")],
+    out: Annotated[Path, typer.Option("--out", help="JSONL suite to write (Swe-v0 tasks)")],
+) -> None:
+    """Import Harbor task folders as Swe-v0 tasks graded by each task's own tests/test.sh."""
+    from agentgym.task import write_tasks
+    from agentgym.task_formats import TASK_FORMATS
+
+    with user_errors():
+        tasks, skipped = TASK_FORMATS.get("harbor").import_tasks(path)
+    for name, why in skipped.items():
+        err_console.print(f"skipped {name}: {why}", highlight=False, markup=False)
+    if not tasks:
+        err_console.print("[red]error:[/red] no task could be imported", highlight=False)
+        raise typer.Exit(2)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = write_tasks(out, tasks)
+    console.print(f"{n} task(s) -> {out} ({len(skipped)} skipped)", soft_wrap=True)
+
+
+@tasks_app.command("export-harbor")
+def tasks_export_harbor(
+    suite: Annotated[str, typer.Argument(help="A Swe-v0 suite name or file (swe/humanevalfix)")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per task")],
+    limit: Annotated[int | None, typer.Option(help="Export the first N tasks only")] = None,
+) -> None:
+    """Export a Swe-v0 suite as Harbor task folders, each loaded back by Harbor's own Task."""
+    from agentgym.task_formats import TASK_FORMATS
+
+    with user_errors():
+        tasks = TaskSuite.load(suite).tasks[:limit]
+        console.print(TASK_FORMATS.get("harbor").export_tasks(tasks, out), soft_wrap=True)
 
 
 @app.command()
