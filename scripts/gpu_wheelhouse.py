@@ -12,7 +12,8 @@ lacks travels as wheels in the working tree. This script writes them to one fold
   followed through each downloaded wheel's ``Requires-Dist`` (markers evaluated for the target
   Python on Linux x86_64), each at the version installed here (the one the tests ran) or, where
   none is installed, the newest; downloaded with ``--no-deps --only-binary=:all:`` for
-  manylinux_2_28 or older.
+  manylinux_2_28 or older. The image's packages it relies on are listed in the wheelhouse's
+  image-requirements.txt.
 
 A requirement on an image package whose version the list records, and that this version fails,
 stops the build: the run there would fail on import. A call to the device carries the working tree
@@ -41,6 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 IMAGE_LIST = ROOT / "scripts" / "gpu-image-packages.txt"
 LIMIT_MIB = 64
 """The device tool's limit on what one call carries: the working tree plus carried paths."""
+RELIED = "image-requirements.txt"
+"""Written into the wheelhouse: the image's packages it relies on, one a line (the CPU rehearsal
+installs them)."""
 PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(28, 16, -1)] + [
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
@@ -144,6 +148,7 @@ def build(out: Path, python: str, image: dict[str, str | None]) -> list[Path]:
     environment = marker_environment(python)
     queue = [(req, "agentgym") for req in agentgym_requirements(ROOT / "pyproject.toml")]
     seen = {"agentgym"}
+    relied: set[str] = set()
     while queue:
         req, wanted_by = queue.pop(0)
         name = canonicalize_name(req.name)
@@ -151,6 +156,7 @@ def build(out: Path, python: str, image: dict[str, str | None]) -> list[Path]:
             continue
         if name in image:
             check_image_version(req, image, wanted_by)
+            relied.add(name)
             continue
         if name in seen:
             continue
@@ -158,6 +164,7 @@ def build(out: Path, python: str, image: dict[str, str | None]) -> list[Path]:
         wheel = download(name, python, out)
         print(f"  {wheel.name}", flush=True)
         queue += [(dep, name) for dep in wheel_requirements(wheel)]
+    (out / RELIED).write_text("".join(f"{name}\n" for name in sorted(relied)))
     return sorted(out.glob("*.whl"))
 
 
