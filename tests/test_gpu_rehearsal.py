@@ -81,6 +81,28 @@ def test_image_venv_requirements_pin_the_image_versions():
     assert set(map(canonicalize_name, TRAIN_PATH)) <= set(IMAGE)
 
 
+def gpu_script(out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """benchmarks/gpu.sh OUT, with this environment less PYTHONPATH, plus ``env``."""
+    full = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | env
+    return subprocess.run(
+        ["bash", "benchmarks/gpu.sh", str(out)], cwd=ROOT, env=full, capture_output=True,
+        text=True, timeout=1500,
+    )  # fmt: skip
+
+
+def test_gpu_script_takes_vllm_where_it_imports(tmp_path):
+    fake = tmp_path / "site" / "vllm"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    done = gpu_script(
+        tmp_path / "run", PYTHONPATH=str(fake.parent), MODEL=str(tmp_path / "model"),
+        KBQA_S="1", HOUSEHOLD_S="1", CUDA_VISIBLE_DEVICES="",
+    )  # fmt: skip
+    assert "engine: vllm;" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 124  # both parts stopped by their 1 s budgets
+    assert done.stdout.count("(no seed finished)") == 2
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 @pytest.mark.skipif(not is_fetched("smollm2"), reason="hf:smollm2 not fetched")
@@ -99,16 +121,13 @@ def test_gpu_script_runs_on_the_image_packages_plus_the_wheelhouse(tmp_path):
         [sys.executable, "scripts/gpu_smoke_model.py", "--out", str(model)], cwd=ROOT, check=True,
         capture_output=True,
     )  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env |= {
-        "TINY": "1", "MODEL": str(model), "PYTHON": str(python), "WHEELS": str(wheels),
-        "SITE": str(tmp_path / "site"), "RESULTS": str(results), "CUDA_VISIBLE_DEVICES": "",
-        "OMP_NUM_THREADS": "1",
+    env = {
+        "MODEL": str(model), "PYTHON": str(python), "WHEELS": str(wheels),
+        "SITE": str(tmp_path / "site"), "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1",
     }  # fmt: skip
-    done = subprocess.run(
-        ["bash", "benchmarks/gpu.sh", str(tmp_path / "run")], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=1500,
-    )  # fmt: skip
+    full = gpu_script(tmp_path / "full", KBQA_S="1", HOUSEHOLD_S="1", **env)
+    assert "engine: local;" in full.stdout, full.stdout + full.stderr  # no vllm in the image
+    done = gpu_script(tmp_path / "run", TINY="1", RESULTS=str(results), **env)
     logs = "".join(p.read_text()[-1500:] for p in sorted(results.glob("*.log")))
     assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:] + logs
     assert f"installed {len(list(wheels.glob('*.whl')))} wheels" in done.stdout
