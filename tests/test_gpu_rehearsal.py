@@ -70,7 +70,11 @@ def image_venv(reqs: list[str]) -> Path:
     if extra:
         pip(staged, "uninstall", "--yes", *extra)
     (building / "ready").write_text("\n".join(reqs) + "\n")
-    building.rename(venv)  # a venv runs from a new folder through bin/python
+    try:
+        building.rename(venv)  # a venv runs from a new folder through bin/python
+    except OSError:  # another run finished the same venv first
+        shutil.rmtree(building)
+        assert (venv / "ready").is_file(), f"{venv} exists but is not ready: remove it"
     return python
 
 
