@@ -319,6 +319,7 @@ class Trainer:
         loss_tokens = float(batch.loss_mask.sum())
         if not self.policy.per_turn_adapters:  # such a policy reads rows in the order bound
             batch = self._rows_to_train(batch)
+        trained_rows = float(batch.rows)
         if self.dp.size > 1:  # this rank's rows; the weights stay those of the whole batch
             batch = batch.select(self.dp.rows(batch.rows))
         totals: dict[str, float] = {}
@@ -326,7 +327,7 @@ class Trainer:
             totals = self._epoch(batch)
         self._weights_changed = True
         totals["loss_tokens"] = loss_tokens
-        totals["trained_rows"] = float(batch.rows)
+        totals["trained_rows"] = trained_rows
         return {**bound, **totals}
 
     def _say_per_call(self, episodes: list[TokenEpisode]) -> None:
