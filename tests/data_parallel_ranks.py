@@ -14,12 +14,16 @@ from pathlib import Path
 import torch.distributed as dist
 from rich.console import Console
 
+import agentgym
 from agentgym.testing.noop import register_test_envs
 from agentgym.train.cli import run_train
 from agentgym.train.config import load_config
 
 
 def main(configs: list[str]) -> None:
+    tree = Path(__file__).resolve().parents[1]
+    if Path(agentgym.__file__).resolve().parents[1] != tree:  # an installed copy, not this tree
+        raise SystemExit(f"the ranks import {agentgym.__file__}: put {tree} on PYTHONPATH")
     register_test_envs()
     dist.init_process_group("gloo")
     try:

@@ -122,8 +122,9 @@ def runs(noop, tmp_path_factory) -> dict[str, Any]:
     half = _config(root / "half.yaml", start, suite, root / "resumed", ppo, steps=1, save_every=1)
     _one_process(half)
     ranked.append(_config(root / "resume.yaml", start, suite, root / "resumed", ppo))
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    _run([*launch, "--nproc-per-node=2", "tests/data_parallel_ranks.py", *map(str, ranked)])
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    this_tree = {**os.environ, "PYTHONPATH": str(ROOT)}  # a script's ranks import from its folder
+    _run([*launch, "tests/data_parallel_ranks.py", *map(str, ranked)], this_tree)
     return {"one": one, "two": two, "resumed": root / "resumed"}
 
 
