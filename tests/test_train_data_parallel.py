@@ -24,6 +24,7 @@ from agentgym.store import Store
 from agentgym.task import write_tasks
 from agentgym.testing.noop import noop_suite
 from agentgym.train.config import load_config
+from agentgym.train.distributed import DataParallel, check_policy
 from agentgym.train.launch import torchrun_command
 from agentgym.train.trainer import Trainer
 
@@ -189,3 +190,19 @@ def test_nproc_spells_torchrun_and_refuses_bad_counts(tmp_path):
     ]
     with pytest.raises(ValueError, match="at least one process"):
         torchrun_command(None, [], 0)
+
+
+def test_shards_cover_the_jobs_in_order_and_rows_stride():
+    jobs = list(range(11))
+    ranks = [DataParallel(rank, 3) for rank in range(3)]
+    assert [len(r.shard(jobs)) for r in ranks] == [4, 4, 3]
+    assert [j for r in ranks for j in r.shard(jobs)] == jobs
+    assert sorted(i for r in ranks for i in r.rows(7)) == list(range(7))
+    assert DataParallel().shard(jobs) == jobs and DataParallel().rows(3) == [0, 1, 2]
+
+
+def test_a_per_turn_adapter_policy_is_refused_on_several_ranks():
+    check_policy("pa_moe", 1)
+    check_policy(None, 4)
+    with pytest.raises(ValueError, match="model.policy 'pa_moe'.*one process"):
+        check_policy("pa_moe", 2)
