@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 from agentgym.store import Store
 from agentgym.task import write_tasks
 from agentgym.testing.noop import noop_suite
-from agentgym.train.config import load_config
+from agentgym.train.config import load_config, set_dotted
 from agentgym.train.distributed import DataParallel, check_policy
 from agentgym.train.launch import torchrun_command
 from agentgym.train.trainer import Trainer
@@ -53,8 +53,9 @@ def _config(
         "seed": 0,
         "threads": 1,
         "out_dir": str(out),
-        **top,
     }
+    for key, value in top.items():  # dotted keys set nested fields
+        set_dotted(data, key, value)
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -162,15 +163,26 @@ def noop_plugin(tmp_path) -> dict[str, str]:
 
 
 def test_agentgym_train_nproc_runs_torchrun(noop, runs, noop_plugin, tmp_path):
-    """``agentgym train CONFIG --nproc 2``: one run on two ranks, logged once by rank 0."""
+    """``agentgym train CONFIG --nproc 2``: one run on two ranks, logged once by rank 0, its
+    held-out episodes split between the ranks and gathered (12: 6 tasks, 2 samples each)."""
     suite, start = noop
     trainer, _ = runs["one"]["gigpo"]
+    held_out = {"env.eval_suite": str(suite), "eval_samples": 2, "eval_temperature": 1.0}
     db, out = tmp_path / "m.db", tmp_path / "out"
-    cfg = _config(tmp_path / "c.yaml", start, suite, out, ALGOS["gigpo"], db=str(db))
+    cfg = _config(tmp_path / "c.yaml", start, suite, out, ALGOS["gigpo"], db=str(db), **held_out)
     _run([sys.executable, "-m", "agentgym.cli", "train", str(cfg), "--nproc", "2"], noop_plugin)
+    alone = _config(tmp_path / "h.yaml", start, suite, tmp_path / "h", {}, **held_out)
+    here = Trainer(load_config(alone))  # the starting policy's held-out success, in one process
+    before = here.evaluate()
+    here.close()
     store = Store(db)
-    (run,) = store.runs()
-    logged = {(r["step"], r["name"]): r["value"] for r in store.train_metrics(run["id"])}
+    runs_by_name = {run["name"]: run["id"] for run in store.runs()}
+    assert sorted(runs_by_name) == ["train", "train step-0", "train step-2"]
+    assert all(len(store.episode_rows(runs_by_name[f"train step-{s}"])) == 12 for s in (0, 2))
+    logged = {
+        (r["step"], r["name"]): r["value"] for r in store.train_metrics(runs_by_name["train"])
+    }
+    assert logged[(0, "eval_n")] == 12 and logged[(0, "eval_success")] == before["eval_success"]
     for row in trainer.history:
         for key in ("episodes", "reward", "acr", "loss_tokens", "trained_rows"):
             assert logged[(int(row["step"]), key)] == pytest.approx(row[key], abs=BOUND), key
