@@ -6,6 +6,8 @@ loop: model and optimizer setup, rollouts with the policy being trained (batched
 through ``load_engine`` over the policy), error accounting, gradient accumulation and mixed precision.
 What is not the loop has its own module: held-out evaluation (:mod:`~agentgym.train.heldout`),
 the metrics log (:mod:`~agentgym.train.runlog`) and checkpoints (:mod:`~agentgym.train.checkpoint`).
+Under torchrun the loop runs on every rank, each rolling out and training its share of a step
+(:mod:`~agentgym.train.distributed`); with one process those calls do nothing.
 """
 
 from __future__ import annotations
