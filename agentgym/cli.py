@@ -849,6 +849,10 @@ def train(
         str | None, typer.Option(help="Where envs step: local, or ray (Ray actors)")
     ] = None,
     address: Annotated[str | None, typer.Option(help="Ray cluster address")] = None,
+    nproc: Annotated[
+        int | None,
+        typer.Option(help="Data-parallel ranks on this machine (runs torchrun for you)"),
+    ] = None,
 ) -> None:
     """Train a policy (SFT, GRPO, REINFORCE++, GiGPO, PPO) from CONFIG and -c overrides."""
     with user_errors():
@@ -862,6 +866,14 @@ def train(
     with user_errors():
         cfg = load_config(config, overrides)
         check_checkpoint(cfg)
+    if nproc is not None:
+        from agentgym.train.distributed import check_policy
+        from agentgym.train.launch import launch
+
+        with user_errors():
+            check_policy(cfg.model.policy, nproc)
+            code = launch(config, overrides, nproc)
+        raise typer.Exit(code)
     run_train(cfg, console)
 
 
