@@ -170,10 +170,23 @@ def env_serve(
         list[str] | None,
         typer.Option("--env-option", "-E", help="Env option KEY=VALUE; repeat"),
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="AGENTGYM_API_KEY",
+            show_default=False,
+            help="Serve only clients sending this key (Authorization: Bearer KEY, or the URL's "
+            "password: http://agentgym:KEY@HOST:PORT); required unless --host is a loopback "
+            "address. Prefer the variable: a flag shows in the process list",
+        ),
+    ] = None,
 ) -> None:
     """Serve ENV_ID over OpenEnv's protocol (/ws, /reset, /step, /state, /schema, /health), a
     session per connection; reset takes task=TASK_ID or seed=N."""
+    from agentgym.hosts import check_exposure
+
     with user_errors():
+        check_exposure(host, api_key)  # first: nothing is built to be served openly
         require("agentgym env serve", "openenv", "fastapi", "uvicorn")
         from agentgym.integrations.openenv.server import check_settings, serve
 
@@ -191,7 +204,7 @@ def env_serve(
             soft_wrap=True,
         )
 
-    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready)
+    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready, api_key=api_key)
 
 
 @tasks_app.command("list")
