@@ -158,7 +158,11 @@ def env_serve(
         int, typer.Option(min=1, help="Sessions (WebSocket connections) served at once")
     ] = 64,
     idle_timeout: Annotated[
-        float, typer.Option(min=0.001, help="Seconds a session may idle before it is closed")
+        float,
+        typer.Option(
+            min=0.001,
+            help="Seconds a session may idle, or one step run, before the session is closed",
+        ),
     ] = 600.0,
     isolate: Annotated[
         str | None, typer.Option(help="Run each session's env in a sandbox: docker or local")
