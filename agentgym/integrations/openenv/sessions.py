@@ -93,7 +93,8 @@ class ClosableSockets:
             error = WSErrorResponse(data={"message": conn.reason, "code": conn.error})
             with contextlib.suppress(OSError):  # uvicorn's ClientDisconnected: the client left
                 await send({"type": "websocket.send", "text": error.model_dump_json()})
-                await send({"type": "websocket.close", "code": conn.code, "reason": conn.reason})
+                reason = conn.reason.encode()[:123].decode(errors="ignore")  # a frame's limit
+                await send({"type": "websocket.close", "code": conn.code, "reason": reason})
 
         async def guarded_send(message: dict) -> None:
             nonlocal sent_close
