@@ -160,7 +160,11 @@ def env_serve(
         int, typer.Option(min=1, help="Sessions (WebSocket connections) served at once")
     ] = 64,
     idle_timeout: Annotated[
-        float, typer.Option(min=0.001, help="Seconds a session may idle before it is closed")
+        float,
+        typer.Option(
+            min=0.001,
+            help="Seconds a session may idle, or one step run, before the session is closed",
+        ),
     ] = 600.0,
     isolate: Annotated[
         str | None, typer.Option(help="Run each session's env in a sandbox: docker or local")
@@ -172,10 +176,23 @@ def env_serve(
         list[str] | None,
         typer.Option("--env-option", "-E", help="Env option KEY=VALUE; repeat"),
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="AGENTGYM_API_KEY",
+            show_default=False,
+            help="Serve only clients sending this key (Authorization: Bearer KEY, or the URL's "
+            "password: http://agentgym:KEY@HOST:PORT); required unless --host is a loopback "
+            "address. Prefer the variable: a flag shows in the process list",
+        ),
+    ] = None,
 ) -> None:
     """Serve ENV_ID over OpenEnv's protocol (/ws, /reset, /step, /state, /schema, /health), a
     session per connection; reset takes task=TASK_ID or seed=N."""
+    from agentgym.hosts import check_exposure
+
     with user_errors():
+        check_exposure(host, api_key)  # first: nothing is built to be served openly
         require("agentgym env serve", "openenv", "fastapi", "uvicorn")
         from agentgym.integrations.openenv.server import check_settings, serve
 
@@ -193,7 +210,7 @@ def env_serve(
             soft_wrap=True,
         )
 
-    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready)
+    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready, api_key=api_key)
 
 
 @tasks_app.command("list")

@@ -10,6 +10,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from agentgym.task import task_from_client
 
+MAX_COMMAND_TIMEOUT = 600.0
+"""Longest ``command_timeout`` a task may set, in seconds."""
+MAX_GRADE_TIMEOUT = 1800.0
+"""Longest ``grade_timeout`` a task may set, in seconds."""
 GIT_ROOTS_VARIABLE = "AGENTGYM_SWE_GIT_ROOTS"
 """Folders (``os.pathsep``-separated) under which a task's ``git.path`` may name a checkout."""
 
@@ -109,10 +113,10 @@ class SweConfig(BaseModel):
     """What the ``run_tests`` tool runs (the visible tests)."""
     max_turns: int = Field(default=30, ge=1)
     """Actions before the episode is truncated."""
-    command_timeout: float = Field(default=60.0, gt=0)
-    """Seconds one bash command may run."""
-    grade_timeout: float = Field(default=300.0, gt=0)
-    """Seconds the hidden tests may run at submission."""
+    command_timeout: float = Field(default=60.0, gt=0, le=MAX_COMMAND_TIMEOUT)
+    """Seconds one bash command may run (at most 10 minutes: a step holds a session's thread)."""
+    grade_timeout: float = Field(default=300.0, gt=0, le=MAX_GRADE_TIMEOUT)
+    """Seconds the hidden tests may run at submission (at most 30 minutes)."""
     paths: Annotated[dict[str, PathRole], AfterValidator(_absolute)] = Field(default_factory=dict)
     """Absolute paths the task's text names and what each stands for (Harbor's ``/app``: repo,
     ``/tests``: tests, ``/logs/verifier``: verifier, ``/solution``: solution). A sandbox can write

@@ -8,17 +8,25 @@ session (one WebSocket) through openenv-core's own ``GenericEnvClient``.
 Observations: from an agentgym server, its text and info as they are; from any other OpenEnv
 server, the observation's one text field (else its fields as JSON), ``done`` as terminated, and
 the rest of its fields in ``info``.
+
+A server that asks for a key (``agentgym env serve --api-key``) gets ``$AGENTGYM_API_KEY``: as
+``Authorization: Bearer KEY`` over HTTP, and as the URL's password on the WebSocket (HTTP Basic:
+the one way openenv-core's client sends a credential). The key never enters the env id.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from typing import Any, ClassVar
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import gymnasium
 
 from agentgym.env import NoExpert, ResetNeeded
+from agentgym.hosts import API_KEY_ENV
+from agentgym.redact import mask_value, remember_secret
 from agentgym.spaces import UnicodeText
 from agentgym.task import Task
 
@@ -68,10 +76,16 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         from openenv.core.generic_client import GenericEnvClient
 
         connect, message = self.timeouts
+        key = api_key()
         client = GenericEnvClient(
-            base_url=self.url, connect_timeout_s=connect, message_timeout_s=message
+            base_url=with_key(self.url, key),
+            connect_timeout_s=connect,
+            message_timeout_s=message,
         ).sync()
-        client.connect()
+        try:
+            client.connect()
+        except ConnectionError as e:  # its text names the URL, the key in it
+            raise ConnectionError(mask_value(str(e), quote(key or "", safe=""))) from None
         return client
 
     def _drop(self) -> None:
@@ -174,6 +188,24 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         self.started = False
 
 
+def api_key() -> str | None:
+    """The key sent to OpenEnv servers: ``$AGENTGYM_API_KEY`` (None: none), masked in whatever
+    this process stores or shows."""
+    key = os.environ.get(API_KEY_ENV) or None
+    remember_secret(key)
+    return key
+
+
+def with_key(url: str, key: str | None) -> str:
+    """``url`` carrying ``key`` as its password, which openenv-core's WebSocket client sends as
+    ``Authorization: Basic``; unchanged without a key."""
+    if not key:
+        return url
+    parts = urlsplit(url)
+    netloc = f"agentgym:{quote(key, safe='')}@{parts.netloc.rpartition('@')[2]}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def remote_spec(env_id: str) -> Any:
     """The :class:`~agentgym.registry.EnvSpec` of ``openenv:URL``: asks the server at URL for its
     action schema (and, from an agentgym server, its traits); a ``ValueError`` says what failed."""
@@ -186,9 +218,11 @@ def remote_spec(env_id: str) -> Any:
     url = env_id.split(":", 1)[1].rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"{env_id!r}: write openenv:http://HOST:PORT (the OpenEnv server's URL)")
+    key = api_key()
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        schema = httpx.get(f"{url}/schema", timeout=10).raise_for_status().json()
-        answer = httpx.get(f"{url}/agentgym", timeout=10)
+        schema = httpx.get(f"{url}/schema", headers=headers, timeout=10).raise_for_status().json()
+        answer = httpx.get(f"{url}/agentgym", headers=headers, timeout=10)
     except httpx.HTTPError as e:
         raise ValueError(f"{env_id}: no OpenEnv server answers at {url} ({e})") from None
     traits = answer.json() if answer.status_code == 200 else {}
