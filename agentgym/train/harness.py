@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +32,7 @@ from agentgym.harness import ENV_VAR
 from agentgym.llm.recording import Recorder
 from agentgym.llm.sampling import SamplingSpec
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.harness_proc import AgentProcess
 from agentgym.train.recorded import episode_from_calls
 from agentgym.train.rollout import Job, RolloutStats
 
@@ -51,8 +51,7 @@ class _Running:
     job: Job
     session: str
     result: Path
-    proc: subprocess.Popen[bytes] | None
-    log: Any
+    proc: AgentProcess | None
     started: float
     thread: threading.Thread | None = None
     error: str | None = None
@@ -105,14 +104,19 @@ class HarnessRollouts:
         pending = list(enumerate(jobs))
         running: list[_Running] = []
         with tempfile.TemporaryDirectory(prefix="harness-", dir=self.directory) as tmp:
-            while pending or running:
-                while pending and len(running) < self.parallel:
-                    i, job = pending.pop(0)
-                    running.append(self._start(i, job, rollout.max_turns, sampling, Path(tmp)))
-                time.sleep(0.02)
-                for r in [r for r in running if self._over(r)]:
-                    running.remove(r)
-                    out[r.index] = self._finish(r)
+            try:
+                while pending or running:
+                    while pending and len(running) < self.parallel:
+                        i, job = pending.pop(0)
+                        running.append(self._start(i, job, rollout.max_turns, sampling, Path(tmp)))
+                    time.sleep(0.02)
+                    for r in [r for r in running if self._over(r)]:
+                        running.remove(r)
+                        out[r.index] = self._finish(r)
+            finally:  # interrupted: no program outlives the trainer
+                for r in running:
+                    if r.proc is not None:
+                        r.proc.kill()
         episodes = [ep for ep in out if ep is not None]
         for ep in episodes:
             stats.generated_tokens += sum(ep.mask)
@@ -141,17 +145,15 @@ class HarnessRollouts:
             "result": str(result),
         }
         if self.function is not None:
-            running = _Running(index, job, session, result, None, None, time.time())
+            running = _Running(index, job, session, result, None, time.time())
             running.thread = threading.Thread(target=self._call, args=(running, spec), daemon=True)
             running.thread.start()
             return running
         spec_path = tmp / f"{self._episodes}.episode.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        log = open(tmp / f"{self._episodes}.stderr", "w+b")  # noqa: SIM115 (closed in _finish)
         env = os.environ | {ENV_VAR: str(spec_path), "OMP_NUM_THREADS": "1"}
         argv = [sys.executable if a == "python" else a for a in self.argv]
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        return _Running(index, job, session, result, proc, log, time.time())
+        return _Running(index, job, session, result, AgentProcess(argv, env), time.time())
 
     def _call(self, r: _Running, spec: dict[str, Any]) -> None:
         try:
@@ -168,7 +170,6 @@ class HarnessRollouts:
             return True
         if time.time() - r.started > self.timeout_s:
             r.proc.kill()
-            r.proc.wait()
             return True
         return False
 
@@ -183,13 +184,10 @@ class HarnessRollouts:
         )
         why = r.error
         if r.proc is not None:
-            r.log.seek(0)
-            stderr = r.log.read().decode("utf-8", "replace")[-STDERR_TAIL:]
-            r.log.close()
-            code = r.proc.returncode
-            if code != 0:
-                why = f"timed out after {self.timeout_s:g} s" if code == -9 else f"exited {code}"
-                why += f": {stderr}"
+            code = r.proc.kill()  # the program's group, whatever it left running
+            if r.proc.killed or code != 0:
+                why = f"timed out after {self.timeout_s:g} s" if r.proc.killed else f"exited {code}"
+                why += f": {r.proc.stderr_tail(STDERR_TAIL)}"
         if why is None and not r.result.is_file():
             why = "wrote no result (call HarnessEpisode.finish() at the end)"
         played = None
