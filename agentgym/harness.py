@@ -1,17 +1,19 @@
 """What an agent program trained with ``rollout.harness`` reads and reports: one episode.
 
 The trainer runs the program once per episode (``rollout.harness: "python my_agent.py"``) with
-``AGENTGYM_EPISODE`` naming a JSON file: the gateway's OpenAI base URL, the session id to send as
-the request's ``user`` field, the model name, how to sample, and the env (id, options, task and
+``AGENTGYM_EPISODE`` naming a JSON file: the gateway's OpenAI base URL, the session id and its
+secret key to send as headers (:attr:`HarnessEpisode.headers`), the model name, how to sample, and the env (id, options, task and
 seed). The program plays the episode with any client (OpenAI SDK, LiteLLM, raw HTTP)::
 
     from agentgym.harness import HarnessEpisode
 
     episode = HarnessEpisode.from_environ()  # the env is made and reset here, in this process
-    client = openai.OpenAI(base_url=episode.base_url, api_key="agentgym")
+    client = openai.OpenAI(
+        base_url=episode.base_url, api_key="agentgym", default_headers=episode.headers
+    )
     while not episode.done:
         reply = client.chat.completions.create(
-            model=episode.model, messages=..., user=episode.session, **episode.sampling
+            model=episode.model, messages=..., **episode.sampling
         )
         episode.step(action_from(reply))  # the env's own reward and observation
     episode.finish()  # writes the env's rewards and outcome for the trainer
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.episode import Episode, Step
+from agentgym.llm.recording import KEY_HEADER, SESSION_HEADER
 
 ENV_VAR = "AGENTGYM_EPISODE"
 
@@ -43,6 +46,11 @@ class HarnessEpisode:
         self.spec = spec
         self.base_url: str = spec["base_url"]
         self.session: str = spec["session"]
+        self.headers: dict[str, str] = {
+            SESSION_HEADER: spec["session"],
+            KEY_HEADER: spec["key"],
+        }
+        """Send these with every request: the session's id and the key that binds it."""
         self.model: str = spec["model"]
         self.sampling: dict[str, Any] = dict(spec["sampling"])
         """Keyword arguments for ``chat.completions.create``: max_tokens, temperature, top_p, stop."""

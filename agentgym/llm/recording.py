@@ -19,30 +19,52 @@ its own.
 Each call is one SQLite transaction (WAL, ``synchronous=FULL``): a server killed at any moment
 keeps every call it answered. Nothing is recorded for a request that failed or whose client went
 away before its answer.
+
+A session is bound to a secret: the ``X-Session-Key`` header of the request that opened it (a
+trainer's gateway: the key it gave the program). A request naming the session without that key is
+refused, so no client adds calls to another's session. What a later call may continue is read
+from the file (each call's prefix length and hash), never kept in memory, and one server holds an
+exclusive lock on its file (``FILE-lock``): the file is the one count of a session's calls.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import hmac
 import json
+import os
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 SESSION_HEADER = "x-session-id"
+KEY_HEADER = "x-session-key"
 MAX_SESSION_ID = 200
+MIN_KEY = 16
+"""Fewest characters of a session key (``secrets.token_urlsafe()`` makes 43)."""
+CONTINUE_FROM = 8
+"""Earlier calls of a session a prompt is checked against for continuation: the longest that fit."""
 DEFAULT_MAX_CALLS = 1000
 """Calls (requests) one session may make before the server refuses it with 429."""
 KEEP_SESSIONS = 4096
-"""Sessions whose texts are kept in memory for continuation (the oldest are forgotten)."""
+"""Sessions whose counts are kept in memory (the oldest are read back from the file)."""
 
-_SESSIONS = {"id": str, "created_at": float, "max_calls": int, "calls": int, "meta": str}
+_SESSIONS = {
+    "id": str,
+    "created_at": float,
+    "max_calls": int,
+    "calls": int,
+    "meta": str,
+    "key_hash": str,
+}
 _CALLS = {
     "id": int,
     "session": str,
@@ -59,7 +81,14 @@ _CALLS = {
     "messages": str,
     "tools": str,
     "request": str,
+    "prefix_len": int,
+    "prefix_hash": str,
 }
+_SELECTED = ", ".join(c for c in _CALLS if c not in ("tools", "prefix_len", "prefix_hash"))
+
+
+class RecordingBusy(ValueError):
+    """Another process records to the file: two would each count their own limits and seqs."""
 
 
 class RecordingError(Exception):
@@ -93,20 +122,11 @@ class Call:
 
 
 @dataclass
-class _Prefix:
-    """What a later call of the session may continue: text and ids of prompt plus sample."""
-
-    call_id: int
-    text: str
-    ids: list[int]
-
-
-@dataclass
 class _Session:
     max_calls: int
     calls: int
+    key_hash: str | None
     inflight: int = 0
-    prefixes: list[_Prefix] = field(default_factory=list)
 
 
 @dataclass
@@ -138,13 +158,18 @@ class Recorder:
     ) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(path)
+        self._file_lock = _lock_file(self.path)
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.db = sqlite_utils.Database(conn)  # explicit transactions below, one per call
         self.db.execute("PRAGMA busy_timeout=10000")
         self.db.enable_wal()
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.table("sessions").create(_SESSIONS, pk="id", if_not_exists=True)
-        self.db.table("calls").create(_CALLS, pk="id", if_not_exists=True)
+        for name, columns in (("sessions", _SESSIONS), ("calls", _CALLS)):
+            table = self.db.table(name)
+            table.create(columns, pk="id", if_not_exists=True)
+            for column, kind in columns.items():  # a file recorded by an earlier version
+                if column not in table.columns_dict:
+                    table.add_column(column, kind)
         self.db.table("calls").create_index(["session", "seq"], if_not_exists=True)
         self.open_sessions, self.max_calls = open_sessions, max_calls
         self._version = policy_version
@@ -152,14 +177,15 @@ class Recorder:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     # ------------------------------------------------------------------ sessions
-    def open(self, session: str, max_calls: int | None = None, meta: Any = None) -> None:
-        """Start ``session`` (a trainer, before its harness runs); an existing one is kept."""
+    def open(self, session: str, key: str, max_calls: int | None = None, meta: Any = None) -> None:
+        """Start ``session``, bound to ``key`` (a trainer, before its harness runs)."""
         _check_id(session)
+        _check_key(key)
         limit = self.max_calls if max_calls is None else max_calls
         with self._lock:
             self._write(
-                "insert or ignore into sessions values (?, ?, ?, 0, ?)",
-                (session, time.time(), limit, json.dumps(meta)),
+                "insert into sessions values (?, ?, ?, 0, ?, ?)",
+                (session, time.time(), limit, json.dumps(meta), key_hash(key)),
             )
             self._state(session)
 
@@ -188,11 +214,11 @@ class Recorder:
             self._sessions.move_to_end(session)
             return state
         row = self.db.execute(
-            "select max_calls, calls from sessions where id = ?", (session,)
+            "select max_calls, calls, key_hash from sessions where id = ?", (session,)
         ).fetchone()
         if row is None:
             return None
-        state = _Session(int(row[0]), int(row[1]))
+        state = _Session(int(row[0]), int(row[1]), row[2])
         self._sessions[session] = state
         while len(self._sessions) > KEEP_SESSIONS:
             self._sessions.popitem(last=False)
@@ -202,19 +228,22 @@ class Recorder:
     def plan(
         self,
         session: str,
+        key: str | None,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         tokenizer: Any,
     ) -> Plan:
         """Reserve a call of ``session`` and its prompt ids (continuing an earlier call when
-        the text allows); a 404 for an unknown session, a 429 for one at its limit."""
+        the text allows); a 401 or 403 without the session's key, a 404 for an unknown
+        session, a 429 for one at its limit."""
         text = render_text(tokenizer, messages, tools)
         with self._lock:
             state = self._state(session)
             if state is None and self.open_sessions:
+                _check_key(key, session)
                 self._write(
-                    "insert or ignore into sessions values (?, ?, ?, 0, 'null')",
-                    (session, time.time(), self.max_calls),
+                    "insert or ignore into sessions values (?, ?, ?, 0, 'null', ?)",
+                    (session, time.time(), self.max_calls, key_hash(str(key))),
                 )
                 state = self._state(session)
             if state is None:
@@ -224,6 +253,7 @@ class Recorder:
                     "trainer opened (use the session id it gave the agent)",
                     "session_not_found",
                 )
+            check_session_key(session, state.key_hash, key)
             if state.calls + state.inflight >= state.max_calls:
                 raise RecordingError(
                     429,
@@ -233,11 +263,20 @@ class Recorder:
                 )
             seq = state.calls + state.inflight
             state.inflight += 1
-            prefix = _longest_prefix(state.prefixes, text)
-        if prefix is None:
+            candidates = self.db.execute(
+                "select id, prefix_len, prefix_hash from calls where session = ? and "
+                "prefix_len <= ? order by prefix_len desc, id desc limit ?",
+                (session, len(text), CONTINUE_FROM),
+            ).fetchall()
+        parent = next((c for c in candidates if _digest(text[: c[1]]) == c[2]), None)
+        if parent is None:
             return Plan(session, seq, encode(tokenizer, text), text, None)
-        ids = prefix.ids + encode(tokenizer, text[len(prefix.text) :])
-        return Plan(session, seq, ids, text, prefix.call_id)
+        with self._lock:
+            prompt, sampled = self.db.execute(
+                "select prompt_ids, completion_ids from calls where id = ?", (parent[0],)
+            ).fetchone()
+        ids = json.loads(prompt) + json.loads(sampled) + encode(tokenizer, text[parent[1] :])
+        return Plan(session, seq, ids, text, int(parent[0]))
 
     def release(self, plan: Plan) -> None:
         """Give back a planned call that was not answered (failed, timed out, disconnected)."""
@@ -259,16 +298,20 @@ class Recorder:
         ``request``: how it was asked to sample (filed with the call)."""
         version = self._version() if callable(self._version) else self._version
         now, ids = time.time(), []
+        prefixes = [  # what a later call continues: the prompt's text, then the sampled text
+            plan.prompt_text + tokenizer.decode(list(g.token_ids), skip_special_tokens=False)
+            for g in generations
+        ]
         with self._lock:
             state = self._sessions.get(plan.session) or self._state(plan.session)
             try:
                 self.db.execute("begin immediate")
-                for choice, g in enumerate(generations):
+                for choice, (g, prefix) in enumerate(zip(generations, prefixes, strict=True)):
                     cursor = self.db.execute(
                         "insert into calls (session, seq, choice, created_at, policy_version, "
                         "parent, prompt_ids, completion_ids, logprobs, finish_reason, text, "
-                        "messages, tools, request) "
-                        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "messages, tools, request, prefix_len, prefix_hash) "
+                        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             plan.session,
                             plan.seq,
@@ -284,6 +327,8 @@ class Recorder:
                             json.dumps(messages),
                             json.dumps(tools),
                             json.dumps(request or {}),
+                            len(prefix),
+                            _digest(prefix),
                         ),
                     )
                     ids.append(int(cursor.lastrowid or 0))
@@ -299,10 +344,6 @@ class Recorder:
                     state.inflight = max(0, state.inflight - 1)
             if state is not None:
                 state.calls += 1
-                for call_id, g in zip(ids, generations, strict=True):
-                    sampled = tokenizer.decode(list(g.token_ids), skip_special_tokens=False)
-                    ids_then = plan.prompt_ids + list(g.token_ids)
-                    state.prefixes.append(_Prefix(call_id, plan.prompt_text + sampled, ids_then))
         return ids
 
     # ------------------------------------------------------------------ reading
@@ -311,9 +352,7 @@ class Recorder:
         with self._lock:
             rows = list(
                 self.db.execute(
-                    f"select {', '.join(c for c in _CALLS if c != 'tools')} from calls "
-                    "where session = ? order by id",
-                    (session,),
+                    f"select {_SELECTED} from calls where session = ? order by id", (session,)
                 )
             )
         return [_call(row) for row in rows]
@@ -330,6 +369,7 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self.db.conn.close()
+            os.close(self._file_lock)  # after SQLite's own descriptors: its locks are its own
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
         self.db.execute("begin immediate")
@@ -347,9 +387,8 @@ def read_calls(path: str | Path, session: str) -> list[Call]:
 
     conn = connect_read_only(path)
     try:
-        cols = ", ".join(c for c in _CALLS if c != "tools")
         rows = conn.execute(
-            f"select {cols} from calls where session = ? order by id", (session,)
+            f"select {_SELECTED} from calls where session = ? order by id", (session,)
         ).fetchall()
     finally:
         conn.close()
@@ -390,12 +429,62 @@ def _call(row: Sequence[Any]) -> Call:
     )
 
 
-def _longest_prefix(prefixes: list[_Prefix], text: str) -> _Prefix | None:
-    best = None
-    for p in prefixes:
-        if text.startswith(p.text) and (best is None or len(p.text) > len(best.text)):
-            best = p
-    return best
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def key_hash(key: str) -> str:
+    """What the file keeps of a session key (never the key)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_session_key(session: str, expected: str | None, key: str | None) -> None:
+    """A 401 without a key, a 403 for a key that is not the session's (compared in constant
+    time); a session recorded before sessions had keys takes no more calls."""
+    if key is None:
+        raise RecordingError(
+            401,
+            f"session {session!r} is bound to a key: send the one it was opened with in the "
+            "X-Session-Key header",
+            "session_key_missing",
+        )
+    if expected is None or not hmac.compare_digest(expected, key_hash(key)):
+        raise RecordingError(
+            403,
+            f"the X-Session-Key sent is not session {session!r}'s: a session takes calls only "
+            "with the key it was opened with (start a session of your own)",
+            "session_key_mismatch",
+        )
+
+
+def _check_key(key: str | None, session: str | None = None) -> None:
+    if key is None:
+        raise RecordingError(
+            401,
+            f"opening session {session!r} needs a key: send a secret of at least {MIN_KEY} "
+            "characters in the X-Session-Key header (every later call of the session sends it)",
+            "session_key_missing",
+        )
+    if not MIN_KEY <= len(key) <= MAX_SESSION_ID or not key.isprintable():
+        raise RecordingError(
+            400,
+            f"X-Session-Key: use {MIN_KEY} to {MAX_SESSION_ID} printable characters "
+            "(secrets.token_urlsafe() makes one)",
+        )
+
+
+def _lock_file(path: Path) -> int:
+    """Hold ``PATH-lock`` exclusively for this recorder's life; refuse if another holds it."""
+    fd = os.open(f"{path}-lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RecordingBusy(
+            f"{path} is being recorded by another process: give each server its own --record "
+            "file (one file counts each session's calls and numbers them in one place)"
+        ) from None
+    return fd
 
 
 def _check_id(session: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import sys
 import tempfile
@@ -129,12 +130,13 @@ class HarnessRollouts:
         self, index: int, job: Job, max_turns: int, sampling: SamplingSpec, tmp: Path
     ) -> _Running:
         self._episodes += 1
-        session = f"ep{self._episodes}-{job.task.id}-{job.sample}"[:180]
-        self.recorder.open(session, max_calls=4 * max_turns + 8)
+        session, key = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
+        self.recorder.open(session, key, max_calls=4 * max_turns + 8)
         result = tmp / f"{self._episodes}.result.json"
         spec = {
             "base_url": self.url,
             "session": session,
+            "key": key,
             "model": "policy",
             "sampling": _sampling(sampling),
             "max_turns": max_turns,
@@ -152,6 +154,7 @@ class HarnessRollouts:
         spec_path = tmp / f"{self._episodes}.episode.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         env = os.environ | {ENV_VAR: str(spec_path), "OMP_NUM_THREADS": "1"}
+        env["PYTHONPATH"] = _with_source_tree(env.get("PYTHONPATH"))
         argv = [sys.executable if a == "python" else a for a in self.argv]
         return _Running(index, job, session, result, AgentProcess(argv, env), time.time())
 
@@ -222,3 +225,14 @@ def _sampling(sampling: SamplingSpec) -> dict[str, Any]:
     if sampling.stop:
         out["stop"] = list(sampling.stop)
     return out
+
+
+def _with_source_tree(pythonpath: str | None) -> str:
+    """``PYTHONPATH`` with the source tree this agentgym runs from first, if it runs from one:
+    the program's ``agentgym.harness`` must speak the trainer's protocol."""
+    import agentgym
+    from agentgym.source_tree import source_root
+
+    root = source_root(Path(agentgym.__file__).parent)
+    parts = [str(root)] if root is not None else []
+    return os.pathsep.join(parts + ([pythonpath] if pythonpath else []))
