@@ -180,7 +180,7 @@ class Recorder:
     def open(self, session: str, key: str, max_calls: int | None = None, meta: Any = None) -> None:
         """Start ``session``, bound to ``key`` (a trainer, before its harness runs)."""
         _check_id(session)
-        _check_key(key)
+        _check_key(key, session)
         limit = self.max_calls if max_calls is None else max_calls
         with self._lock:
             self._write(

@@ -26,7 +26,7 @@ def play(spec: dict[str, Any] | None = None) -> None:
     )
     system = [{"role": "system", "content": episode.system_prompt}] if episode.system_prompt else []
     messages = [*system, {"role": "user", "content": episode.observation}]
-    free_text = bool(getattr(episode.env.unwrapped, "free_text_actions", False))
+    free_text = episode.free_text_actions
     turn = 0
     while not episode.done:
         reply = client.chat.completions.create(
