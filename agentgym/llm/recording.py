@@ -29,9 +29,7 @@ exclusive lock on its file (``FILE-lock``): the file is the one count of a sessi
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import hmac
 import json
 import os
 import sqlite3
@@ -45,11 +43,31 @@ from typing import Any
 
 import sqlite_utils
 
+from agentgym.llm.recording_access import (
+    KEY_HEADER,
+    RecordingBusy,
+    RecordingError,
+    check_key,
+    check_session_key,
+    key_hash,
+    lock_file,
+)
+
+__all__ = [
+    "KEY_HEADER",
+    "SESSION_HEADER",
+    "Call",
+    "Plan",
+    "Recorder",
+    "RecordingBusy",
+    "RecordingError",
+    "check_session_key",
+    "key_hash",
+    "read_calls",
+]
+
 SESSION_HEADER = "x-session-id"
-KEY_HEADER = "x-session-key"
 MAX_SESSION_ID = 200
-MIN_KEY = 16
-"""Fewest characters of a session key (``secrets.token_urlsafe()`` makes 43)."""
 CONTINUE_FROM = 8
 """Earlier calls of a session a prompt is checked against for continuation: the longest that fit."""
 DEFAULT_MAX_CALLS = 1000
@@ -85,18 +103,6 @@ _CALLS = {
     "prefix_hash": str,
 }
 _SELECTED = ", ".join(c for c in _CALLS if c not in ("tools", "prefix_len", "prefix_hash"))
-
-
-class RecordingBusy(ValueError):
-    """Another process records to the file: two would each count their own limits and seqs."""
-
-
-class RecordingError(Exception):
-    """A request recording refuses: the HTTP status and one line saying what to do."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status, self.message, self.kind = status, message, kind
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,7 @@ class Recorder:
     ) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(path)
-        self._file_lock = _lock_file(self.path)
+        self._file_lock = lock_file(self.path)
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.db = sqlite_utils.Database(conn)  # explicit transactions below, one per call
         self.db.execute("PRAGMA busy_timeout=10000")
@@ -180,7 +186,7 @@ class Recorder:
     def open(self, session: str, key: str, max_calls: int | None = None, meta: Any = None) -> None:
         """Start ``session``, bound to ``key`` (a trainer, before its harness runs)."""
         _check_id(session)
-        _check_key(key, session)
+        check_key(key, session)
         limit = self.max_calls if max_calls is None else max_calls
         with self._lock:
             self._write(
@@ -240,7 +246,7 @@ class Recorder:
         with self._lock:
             state = self._state(session)
             if state is None and self.open_sessions:
-                _check_key(key, session)
+                check_key(key, session)
                 self._write(
                     "insert or ignore into sessions values (?, ?, ?, 0, 'null', ?)",
                     (session, time.time(), self.max_calls, key_hash(str(key))),
@@ -268,6 +274,16 @@ class Recorder:
                 "prefix_len <= ? order by prefix_len desc, id desc limit ?",
                 (session, len(text), CONTINUE_FROM),
             ).fetchall()
+        try:
+            return self._prompt(session, seq, text, candidates, tokenizer)
+        except BaseException:
+            self.release(Plan(session, seq, [], text, None))
+            raise
+
+    def _prompt(
+        self, session: str, seq: int, text: str, candidates: list[Any], tokenizer: Any
+    ) -> Plan:
+        """The prompt ids of ``text``: the longest earlier call it continues, then its rest."""
         parent = next((c for c in candidates if _digest(text[: c[1]]) == c[2]), None)
         if parent is None:
             return Plan(session, seq, encode(tokenizer, text), text, None)
@@ -431,60 +447,6 @@ def _call(row: Sequence[Any]) -> Call:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def key_hash(key: str) -> str:
-    """What the file keeps of a session key (never the key)."""
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def check_session_key(session: str, expected: str | None, key: str | None) -> None:
-    """A 401 without a key, a 403 for a key that is not the session's (compared in constant
-    time); a session recorded before sessions had keys takes no more calls."""
-    if key is None:
-        raise RecordingError(
-            401,
-            f"session {session!r} is bound to a key: send the one it was opened with in the "
-            "X-Session-Key header",
-            "session_key_missing",
-        )
-    if expected is None or not hmac.compare_digest(expected, key_hash(key)):
-        raise RecordingError(
-            403,
-            f"the X-Session-Key sent is not session {session!r}'s: a session takes calls only "
-            "with the key it was opened with (start a session of your own)",
-            "session_key_mismatch",
-        )
-
-
-def _check_key(key: str | None, session: str | None = None) -> None:
-    if key is None:
-        raise RecordingError(
-            401,
-            f"opening session {session!r} needs a key: send a secret of at least {MIN_KEY} "
-            "characters in the X-Session-Key header (every later call of the session sends it)",
-            "session_key_missing",
-        )
-    if not MIN_KEY <= len(key) <= MAX_SESSION_ID or not key.isprintable():
-        raise RecordingError(
-            400,
-            f"X-Session-Key: use {MIN_KEY} to {MAX_SESSION_ID} printable characters "
-            "(secrets.token_urlsafe() makes one)",
-        )
-
-
-def _lock_file(path: Path) -> int:
-    """Hold ``PATH-lock`` exclusively for this recorder's life; refuse if another holds it."""
-    fd = os.open(f"{path}-lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise RecordingBusy(
-            f"{path} is being recorded by another process: give each server its own --record "
-            "file (one file counts each session's calls and numbers them in one place)"
-        ) from None
-    return fd
 
 
 def _check_id(session: str) -> None:
