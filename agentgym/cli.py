@@ -719,7 +719,8 @@ def serve(
         Path | None,
         typer.Option(
             help="Record every call's token ids and logprobs per session (the request's "
-            "'user' field or X-Session-Id header) in this SQLite file, for training"
+            "'user' field or X-Session-Id header, bound to the X-Session-Key header of its first "
+            "request) in this SQLite file, for training"
         ),
     ] = None,
     session_max_calls: Annotated[
@@ -754,6 +755,15 @@ def serve(
                 f"{path} is not a checkpoint directory (no config.json) and not a known model "
                 f"({', '.join(KNOWN_MODELS)})"
             )
+        recorder = None
+        if record is not None:  # before the model loads: a file another server records is refused
+            from agentgym.llm.recording import Recorder
+
+            recorder = Recorder(
+                record,
+                max_calls=session_max_calls,
+                policy_version=policy_version or name or Path(path).name,
+            )
     from agentgym.llm.server import serve as run_server
 
     run_server(
@@ -767,9 +777,7 @@ def serve(
         dtype=dtype,
         api_key=api_key,
         kv_cache_gb=kv_cache_gb,
-        record=record,
-        session_max_calls=session_max_calls,
-        policy_version=policy_version,
+        recorder=recorder,
     )
 
 

@@ -40,13 +40,7 @@ from agentgym.gate import MAX_BODY_BYTES, BodyLimit, Gate
 from agentgym.hosts import allowed_hosts, check_exposure
 from agentgym.llm.clients import parse_tool_calls
 from agentgym.llm.engine import Engine, EngineClosed, Generation
-from agentgym.llm.recording import (
-    DEFAULT_MAX_CALLS,
-    SESSION_HEADER,
-    Recorder,
-    RecordingError,
-    without_eos,
-)
+from agentgym.llm.recording import KEY_HEADER, SESSION_HEADER, Recorder, RecordingError, without_eos
 from agentgym.llm.sampling import SamplingSpec
 
 INT64 = 2**63
@@ -285,8 +279,9 @@ async def _recorded(
     session = recorder.session_of(body.user, request.headers.get(SESSION_HEADER))
     messages = [m.for_template() for m in body.messages]
     try:
+        key = request.headers.get(KEY_HEADER)
         plan = await asyncio.to_thread(
-            recorder.plan, session, messages, body.tools, engine.tokenizer
+            recorder.plan, session, key, messages, body.tools, engine.tokenizer
         )
     except RecordingError:
         raise
@@ -452,17 +447,15 @@ def serve(
     dtype: str | None = None,
     api_key: str | None = None,
     kv_cache_gb: float | None = None,
-    record: str | Path | None = None,
-    session_max_calls: int | None = None,
-    policy_version: str | None = None,
+    recorder: Recorder | None = None,
 ) -> None:
     """Load ``path`` on engine ``engine_name`` (``local`` or ``vllm``; in ``dtype``, else the
     engine's default precision; keys and values within ``kv_cache_gb`` GiB, else the engine's
     default budget) and serve it until SIGINT or SIGTERM, to clients sending ``api_key`` when one
     is given (required for a ``host`` other machines can reach).
 
-    ``record``: the SQLite file every session's calls are filed in (each session at most
-    ``session_max_calls`` calls; ``policy_version`` names the weights, default the model name).
+    ``recorder``: files every session's calls (:mod:`agentgym.llm.recording`; made before the
+    model loads, so a recording file another server holds is refused at once).
 
     On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
     waits for them: a long generation held the process for minutes) and the server exits.
@@ -474,13 +467,6 @@ def serve(
     check_exposure(host, api_key)
     engine = load_engine(engine_name, path, max_batch_size, dtype, kv_cache_gb=kv_cache_gb)
     model_name = name or Path(path).name
-    recorder = None
-    if record is not None:
-        recorder = Recorder(
-            record,
-            max_calls=session_max_calls or DEFAULT_MAX_CALLS,
-            policy_version=policy_version or model_name,
-        )
     app = create_app(
         engine,
         model_name,
@@ -505,3 +491,5 @@ def serve(
     finally:
         engine.cancel_all()
         engine.close()
+        if recorder is not None:
+            recorder.close()

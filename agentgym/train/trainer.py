@@ -156,6 +156,7 @@ class Trainer:
                 lambda: f"step-{self.step}",
                 r.harness_parallel,
                 r.harness_timeout_s,
+                r.harness_env,
             )
         return self._harness
 
