@@ -197,7 +197,9 @@ class HarnessRollouts:
             try:
                 played = Episode.model_validate_json(r.result.read_bytes())
             except ValidationError as e:
-                why = f"its result is not an episode record: {e.errors()[0]['msg']}"
+                first = e.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                why = f"its result is not an episode record: {where}: {first['msg']}"
         calls = self.recorder.calls(r.session)
         self.recorder.forget(r.session)
         if why is not None or played is None:
