@@ -825,7 +825,13 @@ def train(
     with user_errors():
         cfg = load_config(config, overrides)
         check_checkpoint(cfg)
-    run_train(cfg, console)
+    from agentgym.train.trainer import NonFiniteLoss
+
+    try:
+        run_train(cfg, console)
+    except NonFiniteLoss as e:  # a failed run, not bad input: exit 1, one line
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
 
 
 if __name__ == "__main__":

@@ -82,7 +82,6 @@ def one_line_error(result: Any, *words: str) -> str:
     return lines[0]
 
 
-
 class ExtremeRewardEnv(NoOpEnv):
     """A NoOp env whose last step reports what a task's id names after ``:``: a reward of
     ``inf``, ``nan`` or ``1e308``, or ``success`` as the text ``"false"``; ``ok`` tasks are

@@ -50,7 +50,10 @@ def test_a_return_past_the_range_is_refused():
 @pytest.mark.parametrize(
     "info, words",
     [
-        ({"success": "false"}, "info['success'] 'false' (str) is refused: success is true or false"),
+        (
+            {"success": "false"},
+            "info['success'] 'false' (str) is refused: success is true or false",
+        ),
         ({"success": 1}, "info['success'] 1 is refused"),
         ({"score": math.nan}, "info['score'] nan is refused: a score is a number in [0, 1]"),
         ({"score": 2.0}, "info['score'] 2.0 is refused"),
@@ -89,7 +92,9 @@ def test_eval_stores_an_extreme_reward_as_an_error_and_goes_on(tmp_path):
         assert rows[said]["status"] == "error"
         episode = next(e for e in result.store.episodes(result.run_id) if e.task_id.endswith(said))
         assert episode.error.startswith("step 1: reward ") and "[-1e6, 1e6]" in episode.error
-        assert "Traceback" not in episode.error and all(math.isfinite(s.reward) for s in episode.steps)
+        assert "Traceback" not in episode.error and all(
+            math.isfinite(s.reward) for s in episode.steps
+        )
     assert rows["say-false"]["status"] == "error" and not rows["say-false"]["success"]
     result.store.close()
 
