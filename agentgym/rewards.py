@@ -44,7 +44,7 @@ def check_reward(value: Any, what: str = "reward") -> float:
     number = _real(value)
     if number is None or not math.isfinite(number) or abs(number) > REWARD_LIMIT:
         raise RewardError(
-            f"{what} {_shown(value)} is refused: rewards are finite numbers in [-1e6, 1e6]"
+            f"{what} is {_shown(value)}: refused, rewards are finite numbers in [-1e6, 1e6]"
         )
     return number
 
@@ -55,7 +55,7 @@ def check_success(value: Any) -> bool:
         return False
     if _is_bool(value):
         return bool(value)
-    raise RewardError(f"info['success'] {_shown(value)} is refused: success is true or false")
+    raise RewardError(f"info['success'] is {_shown(value)}: refused, success is true or false")
 
 
 def check_score(value: Any) -> float:
@@ -65,7 +65,7 @@ def check_score(value: Any) -> float:
     number = _real(value)
     if number is None or not 0.0 <= number <= 1.0:  # NaN fails both comparisons
         raise RewardError(
-            f"info['score'] {_shown(value)} is refused: a score is a number in [0, 1]"
+            f"info['score'] is {_shown(value)}: refused, a score is a number in [0, 1]"
         )
     return number
 

@@ -43,7 +43,7 @@ def test_the_edges_of_the_range_are_accepted():
 def test_a_return_past_the_range_is_refused():
     ep = _episode()
     ep.record_step("a", "o", REWARD_LIMIT, False, False, {})
-    with pytest.raises(RewardError, match="step 1: the return 2000000.0 is refused"):
+    with pytest.raises(RewardError, match="step 1: the return is 2000000.0: refused"):
         ep.record_step("a", "o", REWARD_LIMIT, True, False, {})
 
 
@@ -52,12 +52,12 @@ def test_a_return_past_the_range_is_refused():
     [
         (
             {"success": "false"},
-            "info['success'] 'false' (str) is refused: success is true or false",
+            "info['success'] is 'false' (str): refused, success is true or false",
         ),
-        ({"success": 1}, "info['success'] 1 is refused"),
-        ({"score": math.nan}, "info['score'] nan is refused: a score is a number in [0, 1]"),
-        ({"score": 2.0}, "info['score'] 2.0 is refused"),
-        ({"score": "1"}, "info['score'] '1' (str) is refused"),
+        ({"success": 1}, "info['success'] is 1: refused"),
+        ({"score": math.nan}, "info['score'] is nan: refused, a score is a number in [0, 1]"),
+        ({"score": 2.0}, "info['score'] is 2.0: refused"),
+        ({"score": "1"}, "info['score'] is '1' (str): refused"),
     ],
 )
 def test_a_success_or_score_that_is_not_one_is_refused(info, words):
@@ -91,7 +91,7 @@ def test_eval_stores_an_extreme_reward_as_an_error_and_goes_on(tmp_path):
     for said in ("inf", "nan", "1e308"):
         assert rows[said]["status"] == "error"
         episode = next(e for e in result.store.episodes(result.run_id) if e.task_id.endswith(said))
-        assert episode.error.startswith("step 1: reward ") and "[-1e6, 1e6]" in episode.error
+        assert episode.error.startswith("step 1: reward is ") and "[-1e6, 1e6]" in episode.error
         assert "Traceback" not in episode.error and all(
             math.isfinite(s.reward) for s in episode.steps
         )
@@ -106,7 +106,7 @@ def test_the_trainers_env_pool_gives_an_error_outcome_for_an_extreme_reward():
     pool.step({0: "noop", 1: "noop"})
     last = pool.step({0: "noop", 1: "noop"})
     assert last[0].error is None and last[0].reward == 1.0
-    assert last[1].error == "reward inf is refused: rewards are finite numbers in [-1e6, 1e6]"
+    assert last[1].error == "reward is inf: refused, rewards are finite numbers in [-1e6, 1e6]"
     pool.close()
 
 
