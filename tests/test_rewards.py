@@ -118,3 +118,34 @@ def test_the_harness_result_reader_names_the_refused_field(tmp_path):
         Episode.model_validate_json(json.dumps(record))
     first = e.value.errors()[0]
     assert first["loc"] == ("steps", 0, "reward") and "1e6" in first["msg"]
+
+
+def test_a_harness_result_claiming_an_extreme_reward_is_an_error_episode(tiny_model, tmp_path):
+    """A ``rollout.harness`` program's result file is an episode record: a reward of 1e308 in it
+    makes that training episode an error naming the field, never a return to train on."""
+    from pathlib import Path
+
+    from agentgym.llm.engine import LocalEngine
+    from agentgym.train.config import RolloutConfig
+    from agentgym.train.harness import HarnessRollouts
+    from agentgym.train.rollout import Job
+
+    def program(spec: dict) -> None:
+        record = json.loads(_episode().model_dump_json())
+        record["steps"] = [{"t": 0, "action": "noop", "observation": "ok", "reward": 1e308}]
+        Path(spec["result"]).write_text(json.dumps(record), encoding="utf-8")
+
+    (task,) = extreme_suite("ok").tasks
+    engine = LocalEngine(str(tiny_model))
+    harness = HarnessRollouts(program, engine, task.env, {}, tmp_path, lambda: "v0")
+    rollout = RolloutConfig(max_turns=2, max_tokens=4)
+    try:
+        (ep,), _ = harness.collect([Job(task, "g", 0, 0)], rollout, rollout.for_env())
+    finally:
+        harness.close()
+        engine.close()
+    assert not ep.ok
+    assert ep.episode.error.startswith(
+        "harness failed: its result is not an episode record: steps.0.reward: Value error, "
+        "reward is 1e+308: refused"
+    )
