@@ -899,7 +899,13 @@ def train(
             check_policy(cfg.model.policy, nproc)
             code = launch(config, overrides, nproc)
         raise typer.Exit(code)
-    run_train(cfg, console)
+    from agentgym.train.trainer import NonFiniteLoss
+
+    try:
+        run_train(cfg, console)
+    except NonFiniteLoss as e:  # a failed run, not bad input: exit 1, one line
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
 
 
 if __name__ == "__main__":

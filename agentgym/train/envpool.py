@@ -12,6 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agentgym.rewards import RewardError, check_reward
 from agentgym.task import Task
 
 
@@ -85,7 +86,10 @@ class LocalEnvPool:
     def step_slot(self, slot: int, action: str) -> Outcome:
         try:
             obs, reward, terminated, truncated, info = self._env(slot).step(action)
-            return Outcome(obs, float(reward), bool(terminated), bool(truncated), _plain(info))
+            reward = check_reward(reward)  # before it reaches a turn's credit
+            return Outcome(obs, reward, bool(terminated), bool(truncated), _plain(info))
+        except RewardError as e:
+            return Outcome(error=str(e))
         except Exception:
             return Outcome(error=traceback.format_exc())
 

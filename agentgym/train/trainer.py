@@ -45,6 +45,11 @@ from agentgym.train.rollout import Job, RolloutStats, collect, derive_seed
 from agentgym.train.runlog import RunLog
 
 
+class NonFiniteLoss(RuntimeError):
+    """A step's loss or gradient is NaN or infinite: the run stops before the update, so no
+    weights it would have poisoned are ever saved."""
+
+
 class Trainer:
     """One training run of ``cfg``; :meth:`run` trains and returns the last metrics."""
 
@@ -375,6 +380,7 @@ class Trainer:
             mb = _to(mb, self.cfg.model.device)
             with self._autocast():
                 loss, parts = self.algo.loss(mb)
+            self._check_finite("loss", loss)
             loss.backward()
             for k, v in parts.items():
                 totals[k] = totals.get(k, 0.0) + v
@@ -387,9 +393,19 @@ class Trainer:
         self.dp.sum_grads(params)
         clip = self.cfg.optim.grad_clip
         norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
+        self._check_finite("gradient norm", norm)  # clipping an infinite norm gives NaN
         self.optimizer.step()
         totals["grad_norm"] = float(norm)
         return totals
+
+    def _check_finite(self, what: str, value: torch.Tensor) -> None:
+        """Stop the run (:class:`NonFiniteLoss`) on a NaN or infinite loss or gradient norm."""
+        if not bool(torch.isfinite(value.detach()).all()):
+            raise NonFiniteLoss(
+                f"training stopped at step {self.step + 1}: the {what} is "
+                f"{float(value.detach().float().sum())}; the weights were not updated and "
+                "nothing of this run was saved since its last checkpoint"
+            )
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         precision = self.cfg.model.precision
