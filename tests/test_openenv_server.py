@@ -21,7 +21,7 @@ import agentgym  # noqa: E402
 from agentgym.agent import agent_factory  # noqa: E402
 from agentgym.integrations.openenv.server import EnvServerThread, ServeSettings  # noqa: E402
 
-ENV_IDS = [s.id for s in agentgym.list_envs() if str(s.entry_point).startswith("agentgym.envs.")]
+ENV_IDS = [s.id for s in agentgym.list_envs() if s.id.startswith("agentgym/")]
 """Every built-in env family (the wrapped other stacks' envs have tests of their own)."""
 PLAYER = {
     "agentgym/Social-v0": "scripted:follower"
