@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +191,9 @@ def test_no_import_circles() -> None:
 def test_no_deferred_import_circles() -> None:
     found = cycles(import_graph(deferred=True))
     assert not found, _shown(found)
+
+
+def test_train_config_imports_no_torch() -> None:
+    """The trainer's config is a leaf: importing it, to read or check a config, loads no torch."""
+    code = "import agentgym.train.config, sys; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

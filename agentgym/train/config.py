@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -24,10 +24,10 @@ from pydantic import (
 
 from agentgym.bounded_context import check_notes
 from agentgym.llm.sampling import MaxTokens, SamplingSpec, Temperature
+from agentgym.policies import POLICIES
 from agentgym.train import config_yaml
-from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.config_errors import one_line
-from agentgym.train.policy import LoraConfig
+from agentgym.train.options import Layout, LossAgg
 
 
 class _Strict(BaseModel):
@@ -40,6 +40,24 @@ BIG = 2**31 - 1
 
 PRECISION_DTYPES: dict[str, str] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 """The dtype each ``model.precision`` computes in, as vLLM and the local engine name it."""
+
+
+class LoraConfig(BaseModel):
+    """LoRA adapters through peft (``pip install peft``)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # a misspelt key is an error
+
+    r: int = Field(default=8, ge=1, le=65536)
+    """Adapter rank."""
+    alpha: int = Field(default=16, ge=1, le=2**31 - 1)
+    """Scaling numerator (``alpha / r`` multiplies the adapter output)."""
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Dropout on the adapter input (0 keeps rollouts and training deterministic)."""
+    target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    """Module names to adapt (the Llama/Qwen attention projections by default)."""
+    layers: list[Annotated[int, Field(ge=0, le=65536)]] | None = None
+    """Adapt only these decoder layers (peft's ``layers_to_transform``; None: all). Adapting only
+    the top layers also cuts the backward pass to those layers: nothing below needs gradients."""
 
 
 class ModelConfig(_Strict):
@@ -351,8 +369,6 @@ class TrainConfig(_Strict):
 
     @model_validator(mode="after")
     def _resolve_auto(self) -> TrainConfig:
-        from agentgym.train.policy import default_device, default_precision
-
         if self.model.device == "auto":
             self.model.device = default_device()
         if self.model.precision == "auto":
@@ -385,10 +401,9 @@ class TrainConfig(_Strict):
         if self.model.policy is None:
             return self
         from agentgym.train.algorithm import algorithm_names, get_algorithm
-        from agentgym.train.policy import get_policy
 
         try:
-            options = getattr(get_policy(self.model.policy), "options", None)
+            options = getattr(POLICIES.get(self.model.policy), "options", None)
         except KeyError as e:
             raise ValueError(e.args[0]) from None
         if options is not None:  # the policy's settings, checked before anything loads
@@ -415,6 +430,18 @@ class TrainConfig(_Strict):
                 "rollout.engine vllm does not do: use rollout.engine local"
             )
         return self
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is present, else ``cpu`` (``model.device: auto``)."""
+    import torch  # here, not at the top: loading a config needs no torch until it says auto
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_precision(device: str) -> str:
+    """bf16 autocast on a CUDA device, fp32 elsewhere (``model.precision: auto``)."""
+    return "bf16" if device.startswith("cuda") else "fp32"
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
