@@ -1,9 +1,11 @@
 """Algorithms as plug-ins: what the trainer asks of one, and the registry ``algo.name`` reads.
 
-A new algorithm is one module that defines a class meeting :class:`Algorithm` and registers it
-with :func:`register_algorithm` (in-tree: its module is listed in :func:`_builtins`; elsewhere:
-an ``agentgym.algorithms`` entry point naming its :class:`AlgorithmSpec`). The trainer's loop,
-the config's validation and the checkpoints need nothing else.
+A new algorithm is one module that defines a class meeting :class:`Algorithm` and an
+:class:`AlgorithmSpec` to build it, registered by name (in-tree: a ``"module:attr"`` line below,
+so that registering imports nothing and the config looks an algorithm up without importing the
+others; elsewhere: an ``agentgym.algorithms`` entry point naming its spec, or
+:func:`register_algorithm`). The trainer's loop, the config's validation and the checkpoints need
+nothing else.
 
 The config's ``algo`` section is flat (``algo.clip_high``, ``algo.gamma``, ...): one key per
 setting of any algorithm. Each algorithm declares the ones it reads as an options model
@@ -18,14 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict
 
 from agentgym.plugins import Registry
-from agentgym.train.batch import Layout, LossAgg
+from agentgym.train.options import Layout, LossAgg
 
 if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
     from agentgym.train.batch import Batch
     from agentgym.train.config import TrainConfig
     from agentgym.train.credit import CreditContext
@@ -94,21 +97,16 @@ class AlgorithmSpec:
     a policy whose model computes them per turn's adapter (``model.policy``)."""
 
 
-def _builtins() -> None:
-    import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
-    import agentgym.train.grpo  # noqa: F401
-    import agentgym.train.ppo  # noqa: F401
-    import agentgym.train.reinforce_pp  # noqa: F401
-    import agentgym.train.sft  # noqa: F401
+_ALGORITHMS: Registry[AlgorithmSpec] = Registry("algorithm", group="agentgym.algorithms")
+_ALGORITHMS.register("gigpo", "agentgym.train.gigpo:SPEC")
+_ALGORITHMS.register("grpo", "agentgym.train.grpo:SPEC")
+_ALGORITHMS.register("ppo", "agentgym.train.ppo:SPEC")
+_ALGORITHMS.register("reinforce_pp", "agentgym.train.reinforce_pp:SPEC")
+_ALGORITHMS.register("sft", "agentgym.train.sft:SPEC")
 
 
-_ALGORITHMS: Registry[AlgorithmSpec] = Registry(
-    "algorithm", group="agentgym.algorithms", builtins=_builtins
-)
-
-
-def register_algorithm(name: str, spec: AlgorithmSpec) -> AlgorithmSpec:
-    """Make ``spec`` available as ``algo.name: name``."""
+def register_algorithm(name: str, spec: AlgorithmSpec | str) -> AlgorithmSpec | str:
+    """Make ``spec`` (or the ``"module:attr"`` naming it) available as ``algo.name: name``."""
     return _ALGORITHMS.register(name, spec)
 
 

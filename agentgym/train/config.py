@@ -26,7 +26,9 @@ from agentgym.bounded_context import check_notes
 from agentgym.llm.sampling import MaxTokens, SamplingSpec, Temperature
 from agentgym.policies import POLICIES
 from agentgym.train import config_yaml
+from agentgym.train.algorithm import algorithm_names, get_algorithm
 from agentgym.train.config_errors import one_line
+from agentgym.train.credit import algo_fields, find_credit, get_credit
 from agentgym.train.options import Layout, LossAgg
 
 
@@ -237,8 +239,6 @@ class AlgoConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _registered(cls, name: str) -> str:
-        from agentgym.train.algorithm import get_algorithm
-
         try:
             get_algorithm(name)
         except KeyError as e:
@@ -249,9 +249,6 @@ class AlgoConfig(_Strict):
     def _typed(self) -> AlgoConfig:
         """The chosen algorithm's view of this section, after checking that every setting is
         one it (or its credit function) reads, and its credit function's ``options``."""
-        from agentgym.train.algorithm import get_algorithm
-        from agentgym.train.credit import algo_fields, find_credit, get_credit
-
         options = get_algorithm(self.name).options
         fn = None
         if "credit" in options.model_fields:
@@ -400,8 +397,6 @@ class TrainConfig(_Strict):
     def _policy_fits(self) -> TrainConfig:
         if self.model.policy is None:
             return self
-        from agentgym.train.algorithm import algorithm_names, get_algorithm
-
         try:
             options = getattr(POLICIES.get(self.model.policy), "options", None)
         except KeyError as e:

@@ -21,14 +21,12 @@ from agentgym.train.advantages import (
     gigpo_advantages,
     similarity_anchor,
 )
-from agentgym.train.algorithm import register_algorithm
 from agentgym.train.batch import turn_to_tokens
 from agentgym.train.credit import (
     CreditContext,
     CreditFn,
     episode_arrays,
     reads,
-    register_credit,
 )
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.grpo import POLICY_GRADIENT, GroupScale
@@ -68,5 +66,7 @@ def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
     return reads(GiGPOFields)(credit)
 
 
-register_credit("gigpo", gigpo_credit_with())
-register_algorithm("gigpo", POLICY_GRADIENT)
+gigpo_credit = gigpo_credit_with()
+"""GiGPO's credit (``algo.credit: gigpo``), anchors from ``algo.anchor``."""
+SPEC = POLICY_GRADIENT
+"""GiGPO: the clipped loss of GRPO, with GiGPO's credit."""

@@ -16,12 +16,7 @@ import torch
 from pydantic import BaseModel
 
 from agentgym.train.advantages import group_advantages
-from agentgym.train.algorithm import (
-    AlgoOptions,
-    AlgorithmSpec,
-    CreditOptions,
-    register_algorithm,
-)
+from agentgym.train.algorithm import AlgoOptions, AlgorithmSpec, CreditOptions
 from agentgym.train.batch import Batch
 from agentgym.train.config import TrainConfig
 from agentgym.train.credit import (
@@ -31,7 +26,6 @@ from agentgym.train.credit import (
     episode_arrays,
     get_credit,
     reads,
-    register_credit,
 )
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.losses import clipped_policy_loss, kl_k3, weighted
@@ -50,9 +44,6 @@ def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np
     """Every sampled token of an episode gets its group-normalised return."""
     rewards, groups, valid = episode_arrays(episodes)
     return broadcast(episodes, group_advantages(rewards, groups, valid, ctx.algo.scale))
-
-
-register_credit("grpo", grpo_credit)
 
 
 # ============================================================================ loss
@@ -144,6 +135,6 @@ def policy_gradient(model: Any, cfg: TrainConfig) -> PolicyGradient:
 
 
 POLICY_GRADIENT = AlgorithmSpec(policy_gradient, PolicyGradientOptions, logprobs_only=True)
-"""The spec GRPO, REINFORCE++ and GiGPO register: one loss, their own credit functions."""
-
-register_algorithm("grpo", POLICY_GRADIENT)
+"""The spec of GRPO, REINFORCE++ and GiGPO: one loss, their own credit functions."""
+SPEC = POLICY_GRADIENT
+"""GRPO (``algo.name: grpo``, registered in :mod:`agentgym.train.algorithm`)."""

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from agentgym.train.advantages import turn_gae, whiten
-from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
+from agentgym.train.algorithm import AlgorithmSpec
 from agentgym.train.batch import Batch, build_batch, turn_to_tokens
 from agentgym.train.credit import CreditContext
 from agentgym.train.episode import TokenEpisode
@@ -123,4 +123,5 @@ def _at_value_positions(ep: TokenEpisode, per_turn: np.ndarray) -> np.ndarray:
     return out
 
 
-register_algorithm("ppo", AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo.view), PPOOptions))
+SPEC = AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo.view), PPOOptions)
+"""PPO (``algo.name: ppo``)."""
