@@ -183,11 +183,6 @@ def test_no_import_circles() -> None:
     assert not found, _shown(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the trainer's setup (algorithm, config, credit and the algorithms), runner and "
-    "ray_backend, envpool and ray_pool, sandbox providers and isolated_env need each other",
-)
 def test_no_deferred_import_circles() -> None:
     found = cycles(import_graph(deferred=True))
     assert not found, _shown(found)
