@@ -9,9 +9,10 @@ nothing else.
 
 The config's ``algo`` section is flat (``algo.clip_high``, ``algo.gamma``, ...): one key per
 setting of any algorithm. Each algorithm declares the ones it reads as an options model
-(:class:`AlgoOptions` or a subclass, ``AlgorithmSpec.options``); the config builds that typed
-view when it loads (``cfg.algo.view``), and a setting the chosen algorithm does not read is an
-error there rather than silently ignored.
+(:class:`AlgoOptions` or a subclass, ``AlgorithmSpec.options``; the built-ins' are in
+:mod:`agentgym.train.options`); the config builds that typed view when it loads
+(``cfg.algo.view``), and a setting the chosen algorithm does not read is an error there rather
+than silently ignored.
 """
 
 from __future__ import annotations
@@ -20,10 +21,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from agentgym.plugins import Registry
-from agentgym.train.options import Layout, LossAgg
+from agentgym.train.options import AlgoOptions, CreditOptions
+
+__all__ = [
+    "AlgoOptions",
+    "Algorithm",
+    "AlgorithmSpec",
+    "CreditOptions",
+    "algorithm_names",
+    "get_algorithm",
+    "register_algorithm",
+]
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,29 +64,6 @@ class Algorithm(Protocol):
     def loss(self, mb: Batch) -> tuple[torch.Tensor, dict[str, float]]:
         """This micro-batch's share of the batch loss, and its share of the metrics."""
         ...
-
-
-class AlgoOptions(BaseModel):
-    """The ``algo.*`` settings the trainer reads for every algorithm: how a batch becomes rows,
-    how they are weighted, how often it is passed over. An algorithm's options model extends it
-    with the fields its own code reads; the values (and their documentation) are those of
-    :class:`~agentgym.train.config.AlgoConfig`, whose defaults these repeat."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    layout: Layout = "episode"
-    loss_agg: LossAgg = "token-mean"
-    epochs: int = 1
-    skip_zero_advantage: bool = True
-
-
-class CreditOptions(AlgoOptions):
-    """An algorithm whose advantages come from a credit function (``algo.credit``, by default
-    the one named like the algorithm). It also accepts the ``algo.*`` fields that function
-    declares (its ``algo_fields`` model, :mod:`agentgym.train.credit`)."""
-
-    credit: str | None = None
-    options: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)

@@ -29,15 +29,17 @@ from agentgym.train import config_yaml
 from agentgym.train.algorithm import algorithm_names, get_algorithm
 from agentgym.train.config_errors import one_line
 from agentgym.train.credit import algo_fields, find_credit, get_credit
-from agentgym.train.options import Layout, LossAgg
+from agentgym.train.options import (
+    BIG,
+    GiGPOFields,
+    GroupBaseline,
+    PolicyGradientOptions,
+    PPOOptions,
+)
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float is finite
-
-
-BIG = 2**31 - 1
-"""Upper bound of counts and sizes: what C and torch take as an int."""
 
 
 PRECISION_DTYPES: dict[str, str] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -176,8 +178,10 @@ class RolloutConfig(SamplingSpec, _Strict):
     """Seconds one harness episode may take (then it is killed and counts as an error)."""
 
 
-class AlgoConfig(_Strict):
-    """The algorithm and its knobs; each field says which algorithms read it.
+class AlgoConfig(PolicyGradientOptions, PPOOptions, GiGPOFields, GroupBaseline):
+    """The algorithm and its knobs: the union of the options models of the built-in algorithms
+    and credit functions (:mod:`agentgym.train.options`, where each field, its default and its
+    documentation are written once).
 
     The keys stay flat (one section for every algorithm), but each algorithm declares the ones
     it reads (``AlgorithmSpec.options``, plus its credit function's), and it receives only
@@ -185,54 +189,13 @@ class AlgoConfig(_Strict):
     algorithm does not read is an error when the config loads.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=False, validate_assignment=True, allow_inf_nan=False
+    )
 
     name: str = "grpo"
     """A registered algorithm (:func:`agentgym.train.algorithm.register_algorithm`): sft, grpo
     (also Dr.GRPO/DAPO through the fields below), reinforce_pp, gigpo, ppo, or a plug-in's."""
-    credit: str | None = None
-    """Credit function by name (``agentgym.train.credit.register_credit``); default: the
-    algorithm's own (grpo -> "grpo", reinforce_pp -> "reinforce_pp", gigpo -> "gigpo")."""
-    scale: Literal["std", "none"] = "std"
-    """Group advantage: divide by the group's std (GRPO) or not (Dr.GRPO)."""
-    clip_low: float = Field(default=0.2, ge=0.0, lt=1.0)
-    """PPO-style ratio clip below 1 (grpo, gigpo, reinforce_pp, ppo)."""
-    clip_high: float = Field(default=0.2, ge=0.0, le=1e6)
-    """Ratio clip above 1; DAPO's clip-higher uses 0.28."""
-    kl_coef: float = Field(default=0.0, ge=0.0, le=1e6)
-    """Weight of the k3 KL estimate to the starting policy (0 skips the reference model)."""
-    entropy_coef: float = Field(default=0.0, ge=0.0, le=1e6)
-    """Entropy bonus weight."""
-    loss_agg: LossAgg = "token-mean"
-    """token-mean (DAPO, Dr.GRPO), sequence-mean (GRPO paper), episode-mean."""
-    layout: Layout = "episode"
-    """Rows per whole episode, or one row per step (same loss, different memory/compute)."""
-    epochs: int = Field(default=1, ge=1, le=BIG)
-    """Optimisation passes over each rollout batch (ratio clipping matters from the second)."""
-    gamma: float = Field(default=0.95, ge=0.0, le=1.0)
-    """Discount over turns (gigpo step returns, ppo GAE)."""
-    lam: float = Field(default=0.95, ge=0.0, le=1.0)
-    """GAE lambda (ppo)."""
-    omega: float = Field(default=1.0, ge=0.0, le=1e6)
-    """Weight of GiGPO's step advantage."""
-    anchor: Literal["exact", "similarity"] = "exact"
-    """GiGPO anchor key: identical observations, or similar ones (``anchor_threshold``)."""
-    anchor_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
-    """difflib ratio at which two observations share a GiGPO anchor."""
-    group_baseline: bool = True
-    """REINFORCE++: subtract the group mean before whitening over the batch."""
-    vf_coef: float = Field(default=0.5, ge=0.0, le=1e6)
-    """Value loss weight (ppo)."""
-    loss_logits_only: bool = True
-    """grpo/reinforce_pp/gigpo: run the LM head only at positions that carry loss (same values;
-    skips the vocabulary-sized logits of prompt and observation tokens)."""
-    skip_zero_advantage: bool = True
-    """grpo/reinforce_pp/gigpo: leave out of the update the rows whose every loss token has
-    advantage 0 (groups that tied); exact when kl_coef and entropy_coef are 0, since such rows
-    then have zero gradient (their tokens still count in the token-mean's denominator)."""
-    options: dict[str, Any] = {}
-    """Settings of the credit function (e.g. InfoPO's beta and tau), checked when the config
-    loads against the model the function declares (:mod:`agentgym.train.credit`)."""
     _credit_options: Any = PrivateAttr(default=None)
     _view: Any = PrivateAttr(default=None)
 

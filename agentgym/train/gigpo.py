@@ -11,7 +11,6 @@ group and added, times ``omega``, to the episode advantage. The key function is 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
@@ -29,16 +28,8 @@ from agentgym.train.credit import (
     reads,
 )
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import POLICY_GRADIENT, GroupScale
-
-
-class GiGPOFields(GroupScale):
-    """The ``algo.*`` fields the GiGPO credit reads."""
-
-    gamma: float = 0.95
-    omega: float = 1.0
-    anchor: Literal["exact", "similarity"] = "exact"
-    anchor_threshold: float = 0.9
+from agentgym.train.grpo import POLICY_GRADIENT
+from agentgym.train.options import GiGPOFields
 
 
 def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:

@@ -9,14 +9,13 @@ function (``algo.credit``): REINFORCE++ and GiGPO differ from GRPO only in their
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel
 
 from agentgym.train.advantages import group_advantages
-from agentgym.train.algorithm import AlgoOptions, AlgorithmSpec, CreditOptions
+from agentgym.train.algorithm import AlgorithmSpec
 from agentgym.train.batch import Batch
 from agentgym.train.config import TrainConfig
 from agentgym.train.credit import (
@@ -29,16 +28,11 @@ from agentgym.train.credit import (
 )
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.losses import clipped_policy_loss, kl_k3, weighted
+from agentgym.train.options import ClippedLoss, GroupScale, PolicyGradientOptions
 from agentgym.train.policy import Reference, token_logprobs
 
 
 # ============================================================================ credit
-class GroupScale(BaseModel):
-    """The ``algo.*`` field a group-normalised credit reads (GRPO's, InfoPO's)."""
-
-    scale: Literal["std", "none"] = "std"
-
-
 @reads(GroupScale)
 def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
     """Every sampled token of an episode gets its group-normalised return."""
@@ -47,22 +41,6 @@ def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np
 
 
 # ============================================================================ loss
-class ClippedLoss(AlgoOptions):
-    """The ``algo.*`` fields of the clipped policy loss (:meth:`PolicyGradient.policy_terms`)."""
-
-    clip_low: float = 0.2
-    clip_high: float = 0.2
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.0
-
-
-class PolicyGradientOptions(ClippedLoss, CreditOptions):
-    """What GRPO, REINFORCE++ and GiGPO read: the clipped loss, the credit function, and
-    whether the LM head runs only where the loss is."""
-
-    loss_logits_only: bool = True
-
-
 class PolicyGradient:
     """Clipped policy-gradient loss over token advantages; GRPO, REINFORCE++ and GiGPO use it."""
 

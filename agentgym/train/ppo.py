@@ -19,8 +19,9 @@ from agentgym.train.algorithm import AlgorithmSpec
 from agentgym.train.batch import Batch, build_batch, turn_to_tokens
 from agentgym.train.credit import CreditContext
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import ClippedLoss, PolicyGradient
+from agentgym.train.grpo import PolicyGradient
 from agentgym.train.losses import weighted
+from agentgym.train.options import PPOOptions
 from agentgym.train.policy import forward, logprobs_from_logits
 
 
@@ -44,15 +45,6 @@ def hidden_size(model: Any) -> int:
 
 
 # ============================================================================ PPO
-class PPOOptions(ClippedLoss):
-    """What PPO reads: the clipped loss, GAE's discount and lambda, the value loss weight (no
-    credit function: its advantages come from its value head)."""
-
-    gamma: float = 0.95
-    lam: float = 0.95
-    vf_coef: float = 0.5
-
-
 class PPO(PolicyGradient):
     """Clipped policy loss with GAE advantages plus ``vf_coef`` times the value loss."""
 

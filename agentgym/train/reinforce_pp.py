@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel
 
 from agentgym.train.advantages import reinforce_pp_advantages
 from agentgym.train.credit import (
@@ -21,12 +20,7 @@ from agentgym.train.credit import (
 )
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.grpo import POLICY_GRADIENT
-
-
-class GroupBaseline(BaseModel):
-    """The ``algo.*`` field the REINFORCE++ credit reads."""
-
-    group_baseline: bool = True
+from agentgym.train.options import GroupBaseline
 
 
 @reads(GroupBaseline)
