@@ -79,7 +79,9 @@ app = typer.Typer(
     add_completion=False,
     help="Step text environments, evaluate agents, report results.",
 )
-tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate task suites.")
+tasks_app = typer.Typer(
+    no_args_is_help=True, help="List, show, validate, import and export task suites."
+)
 app.add_typer(tasks_app, name="tasks")
 model_app = typer.Typer(no_args_is_help=True, help="Fetch known models, build tiny local ones.")
 app.add_typer(model_app, name="model")
@@ -158,7 +160,11 @@ def env_serve(
         int, typer.Option(min=1, help="Sessions (WebSocket connections) served at once")
     ] = 64,
     idle_timeout: Annotated[
-        float, typer.Option(min=0.001, help="Seconds a session may idle before it is closed")
+        float,
+        typer.Option(
+            min=0.001,
+            help="Seconds a session may idle, or one step run, before the session is closed",
+        ),
     ] = 600.0,
     isolate: Annotated[
         str | None, typer.Option(help="Run each session's env in a sandbox: docker or local")
@@ -170,10 +176,23 @@ def env_serve(
         list[str] | None,
         typer.Option("--env-option", "-E", help="Env option KEY=VALUE; repeat"),
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="AGENTGYM_API_KEY",
+            show_default=False,
+            help="Serve only clients sending this key (Authorization: Bearer KEY, or the URL's "
+            "password: http://agentgym:KEY@HOST:PORT); required unless --host is a loopback "
+            "address. Prefer the variable: a flag shows in the process list",
+        ),
+    ] = None,
 ) -> None:
     """Serve ENV_ID over OpenEnv's protocol (/ws, /reset, /step, /state, /schema, /health), a
     session per connection; reset takes task=TASK_ID or seed=N."""
+    from agentgym.hosts import check_exposure
+
     with user_errors():
+        check_exposure(host, api_key)  # first: nothing is built to be served openly
         require("agentgym env serve", "openenv", "fastapi", "uvicorn")
         from agentgym.integrations.openenv.server import check_settings, serve
 
@@ -191,7 +210,7 @@ def env_serve(
             soft_wrap=True,
         )
 
-    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready)
+    serve(settings, host, port, max_sessions, idle_timeout, on_ready=ready, api_key=api_key)
 
 
 @tasks_app.command("list")
@@ -234,6 +253,41 @@ def tasks_validate(suites: list[str]) -> None:
         console.print(f"{suite}: {verdict}", soft_wrap=True)
     if bad:
         raise typer.Exit(2)  # bad input, as every other refusal
+
+
+@tasks_app.command("import-harbor")
+def tasks_import_harbor(
+    path: Annotated[Path, typer.Argument(help="A Harbor task folder, or a folder of them")],
+    out: Annotated[Path, typer.Option("--out", help="JSONL suite to write (Swe-v0 tasks)")],
+) -> None:
+    """Import Harbor task folders as Swe-v0 tasks graded by each task's own tests/test.sh."""
+    from agentgym.task import write_tasks
+    from agentgym.task_formats import TASK_FORMATS
+
+    with user_errors():
+        tasks, skipped = TASK_FORMATS.get("harbor").import_tasks(path)
+    for name, why in skipped.items():
+        err_console.print(f"skipped {name}: {why}", highlight=False, markup=False)
+    if not tasks:
+        err_console.print("[red]error:[/red] no task could be imported", highlight=False)
+        raise typer.Exit(2)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = write_tasks(out, tasks)
+    console.print(f"{n} task(s) -> {out} ({len(skipped)} skipped)", soft_wrap=True)
+
+
+@tasks_app.command("export-harbor")
+def tasks_export_harbor(
+    suite: Annotated[str, typer.Argument(help="A Swe-v0 suite name or file (swe/humanevalfix)")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write one task folder per task")],
+    limit: Annotated[int | None, typer.Option(help="Export the first N tasks only")] = None,
+) -> None:
+    """Export a Swe-v0 suite as Harbor task folders, each loaded back by Harbor's own Task."""
+    from agentgym.task_formats import TASK_FORMATS
+
+    with user_errors():
+        tasks = TaskSuite.load(suite).tasks[:limit]
+        console.print(TASK_FORMATS.get("harbor").export_tasks(tasks, out), soft_wrap=True)
 
 
 @app.command()
@@ -665,7 +719,8 @@ def serve(
         Path | None,
         typer.Option(
             help="Record every call's token ids and logprobs per session (the request's "
-            "'user' field or X-Session-Id header) in this SQLite file, for training"
+            "'user' field or X-Session-Id header, bound to the X-Session-Key header of its first "
+            "request) in this SQLite file, for training"
         ),
     ] = None,
     session_max_calls: Annotated[
@@ -700,6 +755,15 @@ def serve(
                 f"{path} is not a checkpoint directory (no config.json) and not a known model "
                 f"({', '.join(KNOWN_MODELS)})"
             )
+        recorder = None
+        if record is not None:  # before the model loads: a file another server records is refused
+            from agentgym.llm.recording import Recorder
+
+            recorder = Recorder(
+                record,
+                max_calls=session_max_calls,
+                policy_version=policy_version or name or Path(path).name,
+            )
     from agentgym.llm.server import serve as run_server
 
     run_server(
@@ -713,9 +777,7 @@ def serve(
         dtype=dtype,
         api_key=api_key,
         kv_cache_gb=kv_cache_gb,
-        record=record,
-        session_max_calls=session_max_calls,
-        policy_version=policy_version,
+        recorder=recorder,
     )
 
 
@@ -812,6 +874,10 @@ def train(
         str | None, typer.Option(help="Where envs step: local, or ray (Ray actors)")
     ] = None,
     address: Annotated[str | None, typer.Option(help="Ray cluster address")] = None,
+    nproc: Annotated[
+        int | None,
+        typer.Option(help="Data-parallel ranks on this machine (runs torchrun for you)"),
+    ] = None,
 ) -> None:
     """Train a policy (SFT, GRPO, REINFORCE++, GiGPO, PPO) from CONFIG and -c overrides."""
     with user_errors():
@@ -825,7 +891,21 @@ def train(
     with user_errors():
         cfg = load_config(config, overrides)
         check_checkpoint(cfg)
-    run_train(cfg, console)
+    if nproc is not None:
+        from agentgym.train.distributed import check_policy
+        from agentgym.train.launch import launch
+
+        with user_errors():
+            check_policy(cfg.model.policy, nproc)
+            code = launch(config, overrides, nproc)
+        raise typer.Exit(code)
+    from agentgym.train.trainer import NonFiniteLoss
+
+    try:
+        run_train(cfg, console)
+    except NonFiniteLoss as e:  # a failed run, not bad input: exit 1, one line
+        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
 
 
 if __name__ == "__main__":

@@ -11,11 +11,18 @@ return and how an episode's outcome is read from the env are the same whoever pl
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, Strict
+
+from agentgym.rewards import check_reward, check_score, check_success
 
 FORMAT_VERSION = 1
+
+Reward = Annotated[float, AfterValidator(check_reward)]
+"""A reward as :mod:`agentgym.rewards` accepts it (finite, within ``REWARD_LIMIT``): a record
+from elsewhere (a harness program's result, a store) holds no other."""
+Score = Annotated[float, AfterValidator(check_score)]
 
 STEP_INFO_DROPPED = ("available_actions", "tools")
 """Info keys that repeat every step and are not kept on it (the first observation's info has them)."""
@@ -48,7 +55,7 @@ class Step(BaseModel):
     action: str
     observation: str
     """What the env returned after the action."""
-    reward: float
+    reward: Reward
     terminated: bool = False
     truncated: bool = False
     valid: bool = True
@@ -69,10 +76,10 @@ class Episode(BaseModel):
     """Which of the k samples of this task (0-based)."""
     seed: int | None = None
     status: EpisodeStatus = "completed"
-    reward: float = 0.0
+    reward: Reward = 0.0
     """Sum of step rewards (the return)."""
-    success: bool = False
-    score: float = 0.0
+    success: Annotated[bool, Strict()] = False
+    score: Score = 0.0
     """The env's final score in [0, 1] (``info["score"]`` at the end)."""
     instruction: str = ""
     first_observation: str = ""
@@ -114,9 +121,19 @@ class Episode(BaseModel):
         """Append the env's answer to ``action`` as the next step and add its reward to the
         return. The episode's ``success`` and ``score`` are those of its latest step's info, and
         a step that ends the episode sets its status: ``completed`` when the env terminated it,
-        ``limit`` when the env truncated it."""
+        ``limit`` when the env truncated it.
+
+        A reward, return, success or score that :mod:`agentgym.rewards` refuses raises its
+        :class:`~agentgym.rewards.RewardError` (naming the step) and records nothing."""
+        t = len(self.steps)
+        try:
+            reward = check_reward(reward)
+            total = check_reward(self.reward + reward, "the return")
+            outcome = (check_success(info.get("success")), check_score(info.get("score")))
+        except ValueError as e:
+            raise type(e)(f"step {t}: {e}") from None
         step = Step(
-            t=len(self.steps),
+            t=t,
             action=action,
             observation=observation,
             reward=reward,
@@ -129,8 +146,7 @@ class Episode(BaseModel):
             usage=usage or Usage(),
         )
         self.steps.append(step)
-        self.reward += reward
-        outcome = (bool(info.get("success", False)), float(info.get("score", 0.0) or 0.0))
+        self.reward = total
         if outcome != (self.success, self.score):  # a pydantic assignment costs a microsecond
             self.success, self.score = outcome
         if terminated or truncated:

@@ -1,10 +1,11 @@
 """Which ``Host`` headers a local server answers, and which addresses reach only this machine.
 
-Both servers (``agentgym view``, ``agentgym serve``) bind 127.0.0.1 by default. A browser tab on
-any web site can still send requests there, and with DNS rebinding (a name that first resolves
-to the site, then to 127.0.0.1) read the answers: the browser thinks it talks to the site. The
-``Host`` header still names the site, so a server that answers only its own address and the
-loopback names cannot be read that way.
+The servers (``agentgym view``, ``agentgym serve``, ``agentgym env serve``) bind 127.0.0.1 by
+default. A browser tab on any web site can still send requests there, and with DNS rebinding (a
+name that first resolves to the site, then to 127.0.0.1) read the answers: the browser thinks it
+talks to the site. The ``Host`` header still names the site, so a server that answers only its
+own address and the loopback names cannot be read that way (:mod:`agentgym.gate` also checks
+``Origin``, for the requests a page sends without reading the answer).
 """
 
 from __future__ import annotations

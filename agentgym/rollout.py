@@ -1,7 +1,8 @@
 """One episode of one agent in one env: ``rollout`` returns an :class:`Episode`, never raises.
 
 An exception in the env, the agent or the scorer is recorded on the episode (``status="error"`` and
-the traceback); it is never turned into a silent reward of 0 and never ends the run.
+the traceback); it is never turned into a silent reward of 0 and never ends the run. A reward or
+outcome :mod:`agentgym.rewards` refuses is recorded so too, as its one-line reason.
 
 With ``time_limit_s`` every env and agent call runs in a worker thread of the episode, and the
 episode stops waiting for a call still going at the limit: it ends as ``limit`` and
@@ -26,6 +27,7 @@ from typing import Any
 from agentgym.agent import Action, Agent, AgentFactory
 from agentgym.episode import Episode, Usage
 from agentgym.registry import spec
+from agentgym.rewards import RewardError
 from agentgym.task import Task
 
 
@@ -139,6 +141,8 @@ def rollout(
         episode.fail(why, status="limit")
         if on_abandon is not None:
             on_abandon()
+    except RewardError as e:  # the env's own mistake, said in one line: no traceback to read
+        episode.fail(str(e))
     except Exception:
         episode.fail(traceback.format_exc())
     finally:

@@ -22,10 +22,7 @@ HERE = Path(__file__).resolve()
 
 
 def play() -> None:
-    """The harness: the chat loop, with the test envs (NoOp) registered in this process."""
-    from agentgym.testing.noop import register_test_envs
-
-    register_test_envs()
+    """The harness: the chat loop (its env steps in the trainer)."""
     sys.path.insert(0, str(HERE.parents[1] / "examples" / "harnesses"))
     from chat_loop import play as chat_loop
 

@@ -8,6 +8,7 @@ pyproject's package data takes its ``data/`` (docs/envs.md, "Adding an environme
 from agentgym.agent import register_agent
 from agentgym.bounded_context import NOTES
 from agentgym.registry import register
+from agentgym.task_formats import TASK_FORMATS
 
 # fmt: off
 BUILTIN_ENVS: dict[str, tuple[str, str]] = {
@@ -40,13 +41,20 @@ ENV_NOTES: dict[str, str] = {
     "household": "household.notes:room_notes",
 }
 
+ENV_TASK_FORMATS: dict[str, str] = {
+    # `agentgym tasks import-NAME` / `export-NAME` formats an env's tasks come in (module:attr)
+    "harbor": "swe.harbor:HARBOR",
+}
+
 
 def register_envs() -> None:
-    """Register every built-in env with agentgym and Gymnasium, and the agents and bounded-context
-    notes envs ship."""
+    """Register every built-in env with agentgym and Gymnasium, and the agents, bounded-context
+    notes and task formats envs ship."""
     for env_id, (entry_point, description) in BUILTIN_ENVS.items():
         register(env_id, f"{__name__}.{entry_point}", description=description)
     for prefix, ref in ENV_AGENTS.items():
         register_agent(prefix, f"{__name__}.{ref}")
     for name, ref in ENV_NOTES.items():
         NOTES.register(name, f"{__name__}.{ref}")
+    for name, ref in ENV_TASK_FORMATS.items():
+        TASK_FORMATS.register(name, f"{__name__}.{ref}")

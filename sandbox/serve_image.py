@@ -2,7 +2,7 @@
 
     python -m agentgym.sandbox.serve_image CONTEXT
     docker build -t agentgym-env CONTEXT
-    docker run -p 8000:8000 agentgym-env Clarify-v0
+    docker run -e AGENTGYM_API_KEY=KEY -p 127.0.0.1:8000:8000 agentgym-env Clarify-v0
 
 The context holds the Dockerfile and a ``python/`` folder with agentgym and every library that
 importing the server pulls in, copied from this host as the sandbox's code layer is: the image

@@ -81,3 +81,33 @@ def one_line_error(result: Any, *words: str) -> str:
         assert word in lines[0], lines[0]
     return lines[0]
 
+
+class ExtremeRewardEnv(NoOpEnv):
+    """A NoOp env whose last step reports what a task's id names after ``:``: a reward of
+    ``inf``, ``nan`` or ``1e308``, or ``success`` as the text ``"false"``; ``ok`` tasks are
+    plain NoOp tasks."""
+
+    def _step(self, action: str) -> Any:
+        obs, reward, terminated, truncated, info = super()._step(action)
+        said = self.task.id.split(":")[-1]
+        if truncated and said == "say-false":
+            info = {**info, "success": "false"}
+        elif truncated and said != "ok":
+            reward = float(said)
+        return obs, reward, terminated, truncated, info
+
+
+def extreme_suite(*said: str, length: int = 2) -> TaskSuite:
+    """One ExtremeRewardEnv task per entry of ``said`` (``ok``, ``inf``, ``nan``, ``1e308``,
+    ``say-false``)."""
+    register("agentgym/ExtremeReward-v0", "support:ExtremeRewardEnv")
+    tasks = [
+        Task(
+            id=f"t{i}:{s}",
+            env="agentgym/ExtremeReward-v0",
+            instruction="noop",
+            config={"length": length},
+        )
+        for i, s in enumerate(said)
+    ]
+    return TaskSuite("extreme", tasks)

@@ -1,6 +1,7 @@
 """One record of an episode, whichever loop played it: ``agentgym eval``'s rollout and a harness
 program record the same steps, return and outcome for the same actions, and an episode's outcome is
-read from the env the same way (``Episode.record_step``)."""
+read from the env the same way (``Episode.record_step``); a harness episode's record is the
+trainer's, made where its env steps (``HostedEpisode``)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,17 @@ import json
 import agentgym
 from agentgym.agent import ExpertAgent
 from agentgym.episode import Episode
-from agentgym.harness import HarnessEpisode
 from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
+from agentgym.train.harness_env import HostedEpisode
 
 PLAYED = {"task_id", "env_id", "seed", "status", "reward", "success", "score", "instruction",
           "first_observation", "error"}  # fmt: skip
 STEP = {"t", "action", "observation", "reward", "terminated", "truncated", "valid", "info"}
 
 
-def _harness(tmp_path, env_id, task, seed, max_turns=50) -> HarnessEpisode:
-    spec = {"base_url": "http://127.0.0.1:9/v1", "session": "s", "model": "m", "sampling": {},
-            "max_turns": max_turns, "task": task.model_dump(), "env_id": env_id, "seed": seed,
-            "result": str(tmp_path / "result.json")}  # fmt: skip
-    return HarnessEpisode(spec)
+def _harness(env_id, task, seed, max_turns=50) -> HostedEpisode:
+    return HostedEpisode(env_id, {}, task, seed, max_turns, key_hash="unused")
 
 
 def _same(a: Episode, b: Episode) -> None:
@@ -32,31 +30,29 @@ def _same(a: Episode, b: Episode) -> None:
     ]
 
 
-def test_eval_and_a_harness_record_the_expert_household_episode_alike(tmp_path):
+def test_eval_and_a_harness_record_the_expert_household_episode_alike():
     task = TaskSuite.load("household/valid_unseen").tasks[0]
     env = agentgym.make("agentgym/Household-v0")
     evaluated = rollout(env, ExpertAgent(env), task, seed=3)
     assert evaluated.success and evaluated.status == "completed"
 
-    harness = _harness(tmp_path, "agentgym/Household-v0", task, seed=3)
+    harness = _harness("agentgym/Household-v0", task, seed=3)
     for step in evaluated.steps:
         harness.step(step.action)
     assert harness.done
-    harness.finish()
-    written = Episode.model_validate_json((tmp_path / "result.json").read_text())
+    written = harness.finish()
     _same(evaluated, written)
     assert "available_actions" not in json.dumps([s.info for s in written.steps])
 
 
-def test_an_episode_cut_by_the_turn_limit_is_a_limit_in_every_loop(tmp_path):
+def test_an_episode_cut_by_the_turn_limit_is_a_limit_in_every_loop():
     task = TaskSuite.load("household/valid_unseen").tasks[0]
     env = agentgym.make("agentgym/Household-v0")
     evaluated = rollout(env, ExpertAgent(env), task, seed=3, max_steps=2)
-    harness = _harness(tmp_path, "agentgym/Household-v0", task, seed=3, max_turns=2)
+    harness = _harness("agentgym/Household-v0", task, seed=3, max_turns=2)
     for step in evaluated.steps:
         harness.step(step.action)
-    harness.finish()
-    written = Episode.model_validate_json((tmp_path / "result.json").read_text())
+    written = harness.finish()
     assert evaluated.status == written.status == "limit"
     _same(evaluated, written)
 

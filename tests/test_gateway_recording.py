@@ -18,6 +18,8 @@ from agentgym.llm.sampling import SamplingSpec
 
 SYSTEM = {"role": "system", "content": "You pick movies."}
 FIRST = {"role": "user", "content": "The user wants one of these 8 movies."}
+KEY = "k" * 16
+"""The session key every test client sends (one client per test: it owns its sessions)."""
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,9 @@ def gateway(engine, tmp_path):
 
     recorder = Recorder(tmp_path / "rec.db", max_calls=3, policy_version="step-7")
     server = ServerThread(create_app(engine, "tiny", recorder=recorder))
-    yield openai.OpenAI(base_url=server.url, api_key="unused", max_retries=0), recorder, server.url
+    client = openai.OpenAI(base_url=server.url, api_key="unused", max_retries=0,
+                           default_headers={"X-Session-Key": KEY})  # fmt: skip
+    yield client, recorder, server.url
     server.stop()
     recorder.close()
 
@@ -82,10 +86,10 @@ def test_an_edited_history_is_rendered_afresh(gateway, engine):
 def test_the_session_header_names_a_session_too(gateway):
     client, recorder, url = gateway
     body = {"model": "tiny", "messages": [FIRST], "max_tokens": 3}
-    r = httpx.post(f"{url}/chat/completions", json=body, headers={"X-Session-Id": "h1"})
+    headers = {"X-Session-Id": "h1", "X-Session-Key": KEY}
+    r = httpx.post(f"{url}/chat/completions", json=body, headers=headers)
     assert r.status_code == 200 and len(recorder.calls("h1")) == 1
-    r = httpx.post(f"{url}/chat/completions", json=body | {"user": "other"},
-                   headers={"X-Session-Id": "h1"})  # fmt: skip
+    r = httpx.post(f"{url}/chat/completions", json=body | {"user": "other"}, headers=headers)
     assert r.status_code == 400 and "two sessions" in r.json()["error"]["message"]
 
 
@@ -106,10 +110,11 @@ def test_an_unknown_session_is_refused_where_sessions_are_opened_by_the_trainer(
     from agentgym.llm.server import ServerThread, create_app
 
     recorder = Recorder(tmp_path / "rec.db", open_sessions=False)
-    recorder.open("ep-1")
+    recorder.open("ep-1", KEY)
     server = ServerThread(create_app(engine, "tiny", recorder=recorder))
     try:
-        client = openai.OpenAI(base_url=server.url, api_key="unused", max_retries=0)
+        client = openai.OpenAI(base_url=server.url, api_key="unused", max_retries=0,
+                               default_headers={"X-Session-Key": KEY})  # fmt: skip
         _turn(client, [FIRST], user="ep-1")
         with pytest.raises(openai.NotFoundError, match="unknown session 'ep-2'"):
             _turn(client, [FIRST], user="ep-2")
@@ -125,7 +130,8 @@ def test_a_client_that_disconnects_leaves_no_call_and_loses_none(gateway):
     body = {"model": "tiny", "messages": [FIRST], "max_tokens": 3000, "user": "s1",
             "temperature": 1.0, "n": 4}  # fmt: skip
     with pytest.raises(httpx.TimeoutException):
-        httpx.post(f"{url}/chat/completions", json=body, timeout=0.3)
+        httpx.post(f"{url}/chat/completions", json=body, timeout=0.3,
+                   headers={"X-Session-Key": KEY})  # fmt: skip
     deadline = time.monotonic() + 20
     while recorder._sessions["s1"].inflight and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -147,7 +153,8 @@ def test_a_killed_server_keeps_every_answered_call(tiny_model, tmp_path):
     env = os.environ | {"OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0,
+                               default_headers={"X-Session-Key": KEY})  # fmt: skip
         deadline = time.monotonic() + 120
         while True:
             try:

@@ -6,6 +6,8 @@ the fix. The tiny model keeps them fast; nothing here is timed.
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -81,6 +83,16 @@ def test_seed_1_with_n_2_does_not_repeat_seed_2(served):
 def test_oversized_body_is_refused_before_it_is_read(served):
     huge = {"messages": [{"role": "user", "content": "x" * (9 * 2**20)}]}
     r = httpx.post(f"{served}/chat/completions", json=huge, timeout=120)
+    assert r.status_code == 413 and "larger than" in _is_openai_error(r)["message"]
+
+
+def test_oversized_streamed_body_is_refused_as_it_comes(served):
+    """No Content-Length (chunked): 413 once the limit is passed (FastAPI turned the error it
+    got while reading into a 400 "error parsing the body")."""
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * (9 * 2**20)}]}).encode()
+    chunks = (body[i : i + 2**20] for i in range(0, len(body), 2**20))
+    headers = {"content-type": "application/json"}
+    r = httpx.post(f"{served}/chat/completions", content=chunks, headers=headers, timeout=120)
     assert r.status_code == 413 and "larger than" in _is_openai_error(r)["message"]
 
 

@@ -69,6 +69,22 @@ def test_other_host_names_are_refused(keyed):
     assert "evil.example" in codes["evil.example"].json()["error"]["message"]
 
 
+def test_web_pages_of_other_sites_are_refused(keyed):
+    """A browser names the page's site in ``Origin``: another site's page gets 403, even with
+    the key (a page that learnt it); the server's own site and programs (no Origin) are served."""
+    auth = {"Authorization": f"Bearer {KEY}"}
+    site = keyed.url.removesuffix("/v1")
+    for origin, status in [("http://evil.example", 403), ("null", 403), (site, 200)]:
+        r = httpx.get(f"{keyed.url}/models", headers=auth | {"Origin": origin})
+        assert r.status_code == status, origin
+    assert (
+        "evil.example"
+        in httpx.get(
+            f"{keyed.url}/models", headers=auth | {"Origin": "http://evil.example"}
+        ).json()["error"]["message"]
+    )
+
+
 def test_a_client_disconnect_is_cancelled_quietly(keyed, caplog):
     """A client that gives up mid-generation: its request is cancelled, and asyncio logs no
     `_GatheringFuture exception was never retrieved` (logged once the future is collected)."""

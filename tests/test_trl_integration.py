@@ -147,3 +147,46 @@ def test_rewards_equal_agentgyms_own_evaluation_of_the_episodes(two_steps):
             assert float(batch["rewards"][row, 0]) == pytest.approx(local.reward)
             if ep.done and local.status == "completed":
                 assert (local.success, local.score) == (ep.success, ep.score)
+
+
+def test_an_extreme_reward_stops_trls_run_before_the_weights(tiny_model, tmp_path):
+    """TRL has no error episodes: an env's ``1e308`` reward stops ``train()`` with the refusal,
+    and the weights it would have poisoned are unchanged."""
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from support import extreme_suite
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig
+
+    from agentgym.integrations.trl import grpo_trainer
+    from agentgym.rewards import RewardError
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trl"),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=1,
+        max_completion_length=64,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    suite = extreme_suite("1e308", length=1)
+    trainer = grpo_trainer(
+        str(tiny_model),
+        "agentgym/ExtremeReward-v0",
+        args,
+        suite=suite,
+        max_turns=1,
+        max_tokens=4,
+        processing_class=tokenizer,
+    )
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    with pytest.raises(RewardError, match=r"ExtremeReward-v0's reward on t0:1e308 is 1e\+308"):
+        trainer.train()
+    after = trainer.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)

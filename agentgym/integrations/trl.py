@@ -38,6 +38,7 @@ import torch  # noqa: E402
 from agentgym.chat_agent import FormatError, parse_action  # noqa: E402
 from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make, spec  # noqa: E402
+from agentgym.rewards import check_reward, check_score, check_success  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
 
@@ -190,10 +191,11 @@ class AgentgymRollout:
             action = text  # the env says what is wrong, as agentgym's own trainer does
         ep.actions.append(action)
         obs, reward, terminated, truncated, info = self._env(slot).step(action)
-        ep.rewards.append(float(reward))
+        # TRL has no error episodes: a refused value stops its run before it reaches the weights
+        ep.rewards.append(check_reward(reward, f"{self.env_id}'s reward on {ep.task_id}"))
         if terminated or truncated:
-            ep.done, ep.success = True, bool(info.get("success", False))
-            ep.score = float(info.get("score", 0.0))
+            ep.done, ep.success = True, check_success(info.get("success"))
+            ep.score = check_score(info.get("score"))
             return
         turn = self.chat.observation(obs, bool(ids) and ids[-1] == self.chat.eos_id)
         if len(ep.completion_ids) + len(turn) >= budget:

@@ -19,30 +19,70 @@ its own.
 Each call is one SQLite transaction (WAL, ``synchronous=FULL``): a server killed at any moment
 keeps every call it answered. Nothing is recorded for a request that failed or whose client went
 away before its answer.
+
+A session is bound to a secret: the ``X-Session-Key`` header of the request that opened it (a
+trainer's gateway: the key it gave the program). A request naming the session without that key is
+refused, so no client adds calls to another's session. What a later call may continue is read
+from the file (each call's prefix length and hash), never kept in memory, and one server holds an
+exclusive lock on its file (``FILE-lock``): the file is the one count of a session's calls.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from agentgym.llm.recording_access import (
+    KEY_HEADER,
+    RecordingBusy,
+    RecordingError,
+    check_key,
+    check_session_key,
+    key_hash,
+    lock_file,
+)
+
+__all__ = [
+    "KEY_HEADER",
+    "SESSION_HEADER",
+    "Call",
+    "Plan",
+    "Recorder",
+    "RecordingBusy",
+    "RecordingError",
+    "check_session_key",
+    "key_hash",
+    "read_calls",
+]
+
 SESSION_HEADER = "x-session-id"
 MAX_SESSION_ID = 200
+CONTINUE_FROM = 8
+"""Earlier calls of a session a prompt is checked against for continuation: the longest that fit."""
 DEFAULT_MAX_CALLS = 1000
 """Calls (requests) one session may make before the server refuses it with 429."""
 KEEP_SESSIONS = 4096
-"""Sessions whose texts are kept in memory for continuation (the oldest are forgotten)."""
+"""Sessions whose counts are kept in memory (the oldest are read back from the file)."""
 
-_SESSIONS = {"id": str, "created_at": float, "max_calls": int, "calls": int, "meta": str}
+_SESSIONS = {
+    "id": str,
+    "created_at": float,
+    "max_calls": int,
+    "calls": int,
+    "meta": str,
+    "key_hash": str,
+}
 _CALLS = {
     "id": int,
     "session": str,
@@ -59,15 +99,10 @@ _CALLS = {
     "messages": str,
     "tools": str,
     "request": str,
+    "prefix_len": int,
+    "prefix_hash": str,
 }
-
-
-class RecordingError(Exception):
-    """A request recording refuses: the HTTP status and one line saying what to do."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status, self.message, self.kind = status, message, kind
+_SELECTED = ", ".join(c for c in _CALLS if c not in ("tools", "prefix_len", "prefix_hash"))
 
 
 @dataclass(frozen=True)
@@ -93,20 +128,11 @@ class Call:
 
 
 @dataclass
-class _Prefix:
-    """What a later call of the session may continue: text and ids of prompt plus sample."""
-
-    call_id: int
-    text: str
-    ids: list[int]
-
-
-@dataclass
 class _Session:
     max_calls: int
     calls: int
+    key_hash: str | None
     inflight: int = 0
-    prefixes: list[_Prefix] = field(default_factory=list)
 
 
 @dataclass
@@ -138,13 +164,18 @@ class Recorder:
     ) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(path)
+        self._file_lock = lock_file(self.path)
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self.db = sqlite_utils.Database(conn)  # explicit transactions below, one per call
         self.db.execute("PRAGMA busy_timeout=10000")
         self.db.enable_wal()
         self.db.execute("PRAGMA synchronous=FULL")
-        self.db.table("sessions").create(_SESSIONS, pk="id", if_not_exists=True)
-        self.db.table("calls").create(_CALLS, pk="id", if_not_exists=True)
+        for name, columns in (("sessions", _SESSIONS), ("calls", _CALLS)):
+            table = self.db.table(name)
+            table.create(columns, pk="id", if_not_exists=True)
+            for column, kind in columns.items():  # a file recorded by an earlier version
+                if column not in table.columns_dict:
+                    table.add_column(column, kind)
         self.db.table("calls").create_index(["session", "seq"], if_not_exists=True)
         self.open_sessions, self.max_calls = open_sessions, max_calls
         self._version = policy_version
@@ -152,14 +183,15 @@ class Recorder:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
 
     # ------------------------------------------------------------------ sessions
-    def open(self, session: str, max_calls: int | None = None, meta: Any = None) -> None:
-        """Start ``session`` (a trainer, before its harness runs); an existing one is kept."""
+    def open(self, session: str, key: str, max_calls: int | None = None, meta: Any = None) -> None:
+        """Start ``session``, bound to ``key`` (a trainer, before its harness runs)."""
         _check_id(session)
+        check_key(key, session)
         limit = self.max_calls if max_calls is None else max_calls
         with self._lock:
             self._write(
-                "insert or ignore into sessions values (?, ?, ?, 0, ?)",
-                (session, time.time(), limit, json.dumps(meta)),
+                "insert into sessions values (?, ?, ?, 0, ?, ?)",
+                (session, time.time(), limit, json.dumps(meta), key_hash(key)),
             )
             self._state(session)
 
@@ -188,11 +220,11 @@ class Recorder:
             self._sessions.move_to_end(session)
             return state
         row = self.db.execute(
-            "select max_calls, calls from sessions where id = ?", (session,)
+            "select max_calls, calls, key_hash from sessions where id = ?", (session,)
         ).fetchone()
         if row is None:
             return None
-        state = _Session(int(row[0]), int(row[1]))
+        state = _Session(int(row[0]), int(row[1]), row[2])
         self._sessions[session] = state
         while len(self._sessions) > KEEP_SESSIONS:
             self._sessions.popitem(last=False)
@@ -202,19 +234,22 @@ class Recorder:
     def plan(
         self,
         session: str,
+        key: str | None,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         tokenizer: Any,
     ) -> Plan:
         """Reserve a call of ``session`` and its prompt ids (continuing an earlier call when
-        the text allows); a 404 for an unknown session, a 429 for one at its limit."""
+        the text allows); a 401 or 403 without the session's key, a 404 for an unknown
+        session, a 429 for one at its limit."""
         text = render_text(tokenizer, messages, tools)
         with self._lock:
             state = self._state(session)
             if state is None and self.open_sessions:
+                check_key(key, session)
                 self._write(
-                    "insert or ignore into sessions values (?, ?, ?, 0, 'null')",
-                    (session, time.time(), self.max_calls),
+                    "insert or ignore into sessions values (?, ?, ?, 0, 'null', ?)",
+                    (session, time.time(), self.max_calls, key_hash(str(key))),
                 )
                 state = self._state(session)
             if state is None:
@@ -224,6 +259,7 @@ class Recorder:
                     "trainer opened (use the session id it gave the agent)",
                     "session_not_found",
                 )
+            check_session_key(session, state.key_hash, key)
             if state.calls + state.inflight >= state.max_calls:
                 raise RecordingError(
                     429,
@@ -233,11 +269,30 @@ class Recorder:
                 )
             seq = state.calls + state.inflight
             state.inflight += 1
-            prefix = _longest_prefix(state.prefixes, text)
-        if prefix is None:
+            candidates = self.db.execute(
+                "select id, prefix_len, prefix_hash from calls where session = ? and "
+                "prefix_len <= ? order by prefix_len desc, id desc limit ?",
+                (session, len(text), CONTINUE_FROM),
+            ).fetchall()
+        try:
+            return self._prompt(session, seq, text, candidates, tokenizer)
+        except BaseException:
+            self.release(Plan(session, seq, [], text, None))
+            raise
+
+    def _prompt(
+        self, session: str, seq: int, text: str, candidates: list[Any], tokenizer: Any
+    ) -> Plan:
+        """The prompt ids of ``text``: the longest earlier call it continues, then its rest."""
+        parent = next((c for c in candidates if _digest(text[: c[1]]) == c[2]), None)
+        if parent is None:
             return Plan(session, seq, encode(tokenizer, text), text, None)
-        ids = prefix.ids + encode(tokenizer, text[len(prefix.text) :])
-        return Plan(session, seq, ids, text, prefix.call_id)
+        with self._lock:
+            prompt, sampled = self.db.execute(
+                "select prompt_ids, completion_ids from calls where id = ?", (parent[0],)
+            ).fetchone()
+        ids = json.loads(prompt) + json.loads(sampled) + encode(tokenizer, text[parent[1] :])
+        return Plan(session, seq, ids, text, int(parent[0]))
 
     def release(self, plan: Plan) -> None:
         """Give back a planned call that was not answered (failed, timed out, disconnected)."""
@@ -259,16 +314,20 @@ class Recorder:
         ``request``: how it was asked to sample (filed with the call)."""
         version = self._version() if callable(self._version) else self._version
         now, ids = time.time(), []
+        prefixes = [  # what a later call continues: the prompt's text, then the sampled text
+            plan.prompt_text + tokenizer.decode(list(g.token_ids), skip_special_tokens=False)
+            for g in generations
+        ]
         with self._lock:
             state = self._sessions.get(plan.session) or self._state(plan.session)
             try:
                 self.db.execute("begin immediate")
-                for choice, g in enumerate(generations):
+                for choice, (g, prefix) in enumerate(zip(generations, prefixes, strict=True)):
                     cursor = self.db.execute(
                         "insert into calls (session, seq, choice, created_at, policy_version, "
                         "parent, prompt_ids, completion_ids, logprobs, finish_reason, text, "
-                        "messages, tools, request) "
-                        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "messages, tools, request, prefix_len, prefix_hash) "
+                        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             plan.session,
                             plan.seq,
@@ -284,6 +343,8 @@ class Recorder:
                             json.dumps(messages),
                             json.dumps(tools),
                             json.dumps(request or {}),
+                            len(prefix),
+                            _digest(prefix),
                         ),
                     )
                     ids.append(int(cursor.lastrowid or 0))
@@ -299,10 +360,6 @@ class Recorder:
                     state.inflight = max(0, state.inflight - 1)
             if state is not None:
                 state.calls += 1
-                for call_id, g in zip(ids, generations, strict=True):
-                    sampled = tokenizer.decode(list(g.token_ids), skip_special_tokens=False)
-                    ids_then = plan.prompt_ids + list(g.token_ids)
-                    state.prefixes.append(_Prefix(call_id, plan.prompt_text + sampled, ids_then))
         return ids
 
     # ------------------------------------------------------------------ reading
@@ -311,9 +368,7 @@ class Recorder:
         with self._lock:
             rows = list(
                 self.db.execute(
-                    f"select {', '.join(c for c in _CALLS if c != 'tools')} from calls "
-                    "where session = ? order by id",
-                    (session,),
+                    f"select {_SELECTED} from calls where session = ? order by id", (session,)
                 )
             )
         return [_call(row) for row in rows]
@@ -330,6 +385,7 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self.db.conn.close()
+            os.close(self._file_lock)  # after SQLite's own descriptors: its locks are its own
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
         self.db.execute("begin immediate")
@@ -347,9 +403,8 @@ def read_calls(path: str | Path, session: str) -> list[Call]:
 
     conn = connect_read_only(path)
     try:
-        cols = ", ".join(c for c in _CALLS if c != "tools")
         rows = conn.execute(
-            f"select {cols} from calls where session = ? order by id", (session,)
+            f"select {_SELECTED} from calls where session = ? order by id", (session,)
         ).fetchall()
     finally:
         conn.close()
@@ -390,12 +445,8 @@ def _call(row: Sequence[Any]) -> Call:
     )
 
 
-def _longest_prefix(prefixes: list[_Prefix], text: str) -> _Prefix | None:
-    best = None
-    for p in prefixes:
-        if text.startswith(p.text) and (best is None or len(p.text) > len(best.text)):
-            best = p
-    return best
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _check_id(session: str) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import json
 import math
 import threading
@@ -37,21 +36,14 @@ from typing import Any, Literal
 from fastapi import Request  # at module level: FastAPI resolves endpoint annotations here
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentgym.hosts import allowed_hosts, check_exposure, refused_host
+from agentgym.gate import MAX_BODY_BYTES, BodyLimit, Gate
+from agentgym.hosts import allowed_hosts, check_exposure
 from agentgym.llm.clients import parse_tool_calls
 from agentgym.llm.engine import Engine, EngineClosed, Generation
-from agentgym.llm.recording import (
-    DEFAULT_MAX_CALLS,
-    SESSION_HEADER,
-    Recorder,
-    RecordingError,
-    without_eos,
-)
+from agentgym.llm.recording import KEY_HEADER, SESSION_HEADER, Recorder, RecordingError, without_eos
 from agentgym.llm.sampling import SamplingSpec
 
 INT64 = 2**63
-MAX_BODY_BYTES = 8 * 2**20
-"""Largest request body (413 beyond): far more text than any served model's context holds."""
 GREEDY_BELOW = 1e-5
 """Temperatures below this sample greedily, as vLLM does: dividing logits by 5e-324 gives NaN."""
 
@@ -146,8 +138,10 @@ def create_app(
     from starlette.exceptions import HTTPException
 
     app = FastAPI(title="agentgym serve")
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    app.add_middleware(Gate, api_key=api_key, hosts=hosts)  # added last: runs first
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, error_body=openai_error)
+    app.add_middleware(  # added last: runs first
+        Gate, api_key=api_key, hosts=hosts, error_body=openai_error, key_hint=OPENAI_KEY_HINT
+    )
     created = int(time.time())
     longest = longest_token(engine.tokenizer)
 
@@ -226,6 +220,16 @@ def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, A
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
+OPENAI_KEY_HINT = " (api_key= in OpenAI's clients)"
+
+
+def openai_error(message: str, code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error object with its ``code`` (the gate's refusals: ``invalid_api_key``...)."""
+    body = error_body(message)
+    body["error"]["code"] = code
+    return body
+
+
 def choice_seed(seed: int | None, choice: int) -> int | None:
     """Choice ``choice``'s seed: the request's own for choice 0, a hash of (seed, choice) for the
     others, so seed 1 with n=2 does not repeat seed 2's sample (as seed + i did)."""
@@ -233,86 +237,6 @@ def choice_seed(seed: int | None, choice: int) -> int | None:
         return seed
     digest = hashlib.blake2b(f"{seed}/{choice}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % INT64
-
-
-class Gate:
-    """ASGI middleware: a 400 for a ``Host`` header that is not the server's address, then a 401
-    for a request without the API key (compared in constant time), before anything is read."""
-
-    def __init__(self, app: Any, api_key: str | None, hosts: set[str] | None) -> None:
-        self.app, self.hosts = app, hosts
-        self.expected = api_key.encode() if api_key else None
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        host = headers.get(b"host", b"").decode("latin-1")
-        if refused := refused_host(host, self.hosts):
-            return await send_error(send, 400, refused)
-        given = headers.get(b"authorization")
-        scheme, _, token = (given or b"").partition(b" ")
-        if self.expected is not None and not (
-            scheme.lower() == b"bearer" and hmac.compare_digest(token, self.expected)
-        ):
-            message = (
-                "Incorrect API key provided. The key is sent as `Authorization: Bearer KEY`."
-                if given
-                else "You didn't provide an API key: send it as `Authorization: Bearer KEY` "
-                "(api_key= in OpenAI's clients)."
-            )
-            return await send_error(send, 401, message, "invalid_api_key", b"Bearer")
-        await self.app(scope, receive, send)
-
-
-async def send_error(
-    send: Any, status: int, message: str, code: str | None = None, challenge: bytes | None = None
-) -> None:
-    """Answer with OpenAI's error object from ASGI middleware (before FastAPI sees the request)."""
-    content = error_body(message)
-    content["error"]["code"] = code
-    body = json.dumps(content).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if challenge:
-        headers.append((b"www-authenticate", challenge))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-class BodyLimit:
-    """ASGI middleware: 413 for a body over ``max_bytes``, by its Content-Length or as it streams
-    in, before FastAPI reads and parses it on the event loop."""
-
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.max_bytes:
-            return await self._refuse(send)
-        seen = 0
-
-        async def limited() -> dict[str, Any]:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
-
-    async def _refuse(self, send: Any) -> None:
-        await send_error(send, 413, f"the request body is larger than {self.max_bytes} bytes")
-
-
-class _TooLarge(Exception):
-    """A streamed body went over the limit."""
 
 
 def _check_prompt_size(body: ChatCompletionRequest, context: int, longest_token: int) -> None:
@@ -355,8 +279,9 @@ async def _recorded(
     session = recorder.session_of(body.user, request.headers.get(SESSION_HEADER))
     messages = [m.for_template() for m in body.messages]
     try:
+        key = request.headers.get(KEY_HEADER)
         plan = await asyncio.to_thread(
-            recorder.plan, session, messages, body.tools, engine.tokenizer
+            recorder.plan, session, key, messages, body.tools, engine.tokenizer
         )
     except RecordingError:
         raise
@@ -522,17 +447,15 @@ def serve(
     dtype: str | None = None,
     api_key: str | None = None,
     kv_cache_gb: float | None = None,
-    record: str | Path | None = None,
-    session_max_calls: int | None = None,
-    policy_version: str | None = None,
+    recorder: Recorder | None = None,
 ) -> None:
     """Load ``path`` on engine ``engine_name`` (``local`` or ``vllm``; in ``dtype``, else the
     engine's default precision; keys and values within ``kv_cache_gb`` GiB, else the engine's
     default budget) and serve it until SIGINT or SIGTERM, to clients sending ``api_key`` when one
     is given (required for a ``host`` other machines can reach).
 
-    ``record``: the SQLite file every session's calls are filed in (each session at most
-    ``session_max_calls`` calls; ``policy_version`` names the weights, default the model name).
+    ``recorder``: files every session's calls (:mod:`agentgym.llm.recording`; made before the
+    model loads, so a recording file another server holds is refused at once).
 
     On the signal, the requests in flight fail with 503 at their next decode step (uvicorn alone
     waits for them: a long generation held the process for minutes) and the server exits.
@@ -544,13 +467,6 @@ def serve(
     check_exposure(host, api_key)
     engine = load_engine(engine_name, path, max_batch_size, dtype, kv_cache_gb=kv_cache_gb)
     model_name = name or Path(path).name
-    recorder = None
-    if record is not None:
-        recorder = Recorder(
-            record,
-            max_calls=session_max_calls or DEFAULT_MAX_CALLS,
-            policy_version=policy_version or model_name,
-        )
     app = create_app(
         engine,
         model_name,
@@ -575,3 +491,5 @@ def serve(
     finally:
         engine.cancel_all()
         engine.close()
+        if recorder is not None:
+            recorder.close()

@@ -17,6 +17,9 @@ Failures            episodes with ``status="error"`` are out of group statistics
                     and counted (metric ``errors``)
 Checkpoints         ``save_pretrained`` + optimizer, value head and RNG state; exact resume
                     (:mod:`~agentgym.train.checkpoint`)
+Data-parallel       :mod:`~agentgym.train.distributed`: ``agentgym train CONFIG --nproc N`` or
+                    torchrun; ranks roll out shares, gather the groups before credit, train
+                    shares of the rows and sum gradients (gloo on CPU, NCCL on CUDA)
 Held-out eval       :mod:`~agentgym.train.heldout`: ``agentgym eval``'s seeds, success with a
                     Wilson interval, the episodes stored as a run of their own
 Metrics             :class:`~agentgym.train.runlog.RunLog`: console and the store's

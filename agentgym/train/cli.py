@@ -9,6 +9,7 @@ from typing import Any
 
 from agentgym.train import checkpoint
 from agentgym.train.config import TrainConfig
+from agentgym.train.distributed import check_policy, ranks_from_env
 from agentgym.train.policy import resolve_checkpoint
 from agentgym.train.trainer import Trainer
 
@@ -18,6 +19,7 @@ def check_checkpoint(cfg: TrainConfig) -> None:
     no checkpoint and the run will load it: before any env, tokenizer or model is built, where
     the trainer would fail later with a traceback. A run that resumes has its trainer state
     checked too (:func:`agentgym.train.checkpoint.check_state`)."""
+    check_policy(cfg.model.policy, ranks_from_env())
     resume_from = checkpoint.latest(cfg.out_dir) if cfg.resume else None
     if resume_from is not None:  # a pickled or corrupt trainer state: one line, nothing loaded
         checkpoint.check_state(resume_from)
@@ -28,6 +30,10 @@ def check_checkpoint(cfg: TrainConfig) -> None:
 def run_train(cfg: TrainConfig, console: Any) -> dict[str, float]:
     """Train (evaluating before and after when a held-out suite is set); return last metrics."""
     trainer = Trainer(cfg, console)
+    if not trainer.dp.main:  # rank 0 speaks for a data-parallel run
+        from rich.console import Console
+
+        console = Console(quiet=True)
     try:
         if trainer.step:
             console.print(f"resuming from step {trainer.step} ({trainer.resume_from})")

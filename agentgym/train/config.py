@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,6 +37,10 @@ from agentgym.train.options import (
     PolicyGradientOptions,
     PPOOptions,
 )
+
+HARNESS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "PYTHONPATH")
+"""The trainer's variables a harness program gets by default: none holds a key."""
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Strict(BaseModel):
@@ -176,6 +181,21 @@ class RolloutConfig(SamplingSpec, _Strict):
     """Harness processes running at once."""
     harness_timeout_s: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds one harness episode may take (then it is killed and counts as an error)."""
+    harness_env: tuple[str, ...] = Field(default=HARNESS_ENV, max_length=256)
+    """The trainer's environment variables a harness program gets (names; the rest, keys and
+    tokens included, it does not see). It always gets ``AGENTGYM_EPISODE``, ``OPENAI_BASE_URL``
+    (the gateway), ``TMPDIR`` (its private folder) and ``OMP_NUM_THREADS=1``."""
+
+    @field_validator("harness_env")
+    @classmethod
+    def _variable_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not VARIABLE_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{name[:60]!r} is not an environment variable name: list names only "
+                    "(letters, digits and _, not starting with a digit); values are the trainer's"
+                )
+        return names
 
 
 class AlgoConfig(PolicyGradientOptions, PPOOptions, GiGPOFields, GroupBaseline):

@@ -1,38 +1,43 @@
 """Harness rollouts (``rollout.harness``): train an agent program the trainer does not own.
 
 A recording gateway (:mod:`agentgym.llm.recording`) serves the policy being trained over the
-OpenAI API from this process. For every episode the trainer opens a gateway session, writes an
-episode file (gateway URL, session id, sampling, the env's id, options, task and seed: see
-:mod:`agentgym.harness`) and runs the harness command with ``AGENTGYM_EPISODE`` naming it. The
-program plays the episode in its own process with its own prompts and parsing, stepping the env
-there; the env's rewards come back in the result file. The training episode is then built from
-the calls the gateway recorded for the session (:func:`~agentgym.train.recorded.episode_from_calls`):
-the ids the model read and sampled, never re-tokenised text.
+OpenAI API from this process, and the envs of the episodes
+(:mod:`agentgym.train.harness_env`). For every episode the trainer makes and resets the env,
+opens a gateway session under a fresh unguessable id and key, writes an episode file (gateway
+URL, session id and key, sampling, the env's first observation: see :mod:`agentgym.harness`)
+in a private folder (mode 0700) and runs the harness command there with ``AGENTGYM_EPISODE``
+naming it, in a reduced environment (``rollout.harness_env``). The program plays with its own
+prompts and parsing and sends each action to the gateway, where the trainer steps the env and
+records its answer. The training episode is the trainer's record (the env's reward, never the
+program's claim) with the calls the gateway recorded for the session
+(:func:`~agentgym.train.recorded.episode_from_calls`): the ids the model read and sampled.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
-import subprocess
+import shutil
 import sys
 import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from agentgym.episode import Episode
 from agentgym.harness import ENV_VAR
-from agentgym.llm.recording import Recorder
+from agentgym.llm.recording import Recorder, key_hash
 from agentgym.llm.sampling import SamplingSpec
+from agentgym.train.config import HARNESS_ENV
 from agentgym.train.episode import TokenEpisode
+from agentgym.train.harness_env import HostedEpisode, add_episode_routes
+from agentgym.train.harness_proc import AgentProcess
 from agentgym.train.recorded import episode_from_calls
 from agentgym.train.rollout import Job, RolloutStats
 
@@ -41,8 +46,6 @@ if TYPE_CHECKING:
 
 STDERR_TAIL = 2000
 """Characters of a failed harness's stderr kept in its episode's error."""
-IDENTITY = {"task_id", "env_id", "sample", "seed", "started_at"}
-"""The fields of a harness episode's record the trainer sets: which job it was and when it began."""
 
 
 @dataclass
@@ -50,9 +53,9 @@ class _Running:
     index: int
     job: Job
     session: str
-    result: Path
-    proc: subprocess.Popen[bytes] | None
-    log: Any
+    episode: HostedEpisode
+    workdir: Path
+    proc: AgentProcess | None
     started: float
     thread: threading.Thread | None = None
     error: str | None = None
@@ -64,7 +67,8 @@ Harness = str | Callable[[dict[str, Any]], None]
 
 
 class HarnessRollouts:
-    """The gateway over ``engine`` and the harness processes run through it."""
+    """The gateway over ``engine`` and the episodes' envs, and the harness processes run
+    through it (each with the trainer's variables named in ``passed_env`` only)."""
 
     def __init__(
         self,
@@ -76,6 +80,7 @@ class HarnessRollouts:
         policy_version: Callable[[], str],
         parallel: int = 4,
         timeout_s: float = 600.0,
+        passed_env: Sequence[str] = HARNESS_ENV,
     ) -> None:
         from agentgym.llm.server import ServerThread, create_app
 
@@ -84,16 +89,19 @@ class HarnessRollouts:
         if not callable(command) and not self.argv:
             raise ValueError("rollout.harness is empty: give the command that runs the agent")
         self.env_id, self.env_kwargs = env_id, dict(env_kwargs or {})
-        self.parallel, self.timeout_s = parallel, timeout_s
+        self.parallel, self.timeout_s, self.passed_env = parallel, timeout_s, tuple(passed_env)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.recorder = Recorder(
             self.directory / "gateway.db", open_sessions=False, policy_version=policy_version
         )
+        self.episodes: dict[str, HostedEpisode] = {}
+        """The episodes being played, by session id (the gateway steps their envs)."""
         app = create_app(engine, "policy", request_timeout_s=timeout_s, recorder=self.recorder)
+        add_episode_routes(app, self.episodes)
         self.server = ServerThread(app)
         self.url = self.server.url
-        self._episodes = 0
+        self._running: list[_Running] = []
 
     def collect(
         self, jobs: list[Job], rollout: RolloutConfig, sampling: SamplingSpec
@@ -103,16 +111,23 @@ class HarnessRollouts:
         stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
         out: list[TokenEpisode | None] = [None] * len(jobs)
         pending = list(enumerate(jobs))
-        running: list[_Running] = []
         with tempfile.TemporaryDirectory(prefix="harness-", dir=self.directory) as tmp:
-            while pending or running:
-                while pending and len(running) < self.parallel:
-                    i, job = pending.pop(0)
-                    running.append(self._start(i, job, rollout.max_turns, sampling, Path(tmp)))
-                time.sleep(0.02)
-                for r in [r for r in running if self._over(r)]:
-                    running.remove(r)
-                    out[r.index] = self._finish(r)
+            try:
+                while pending or self._running:
+                    while pending and len(self._running) < self.parallel:
+                        i, job = pending.pop(0)
+                        try:
+                            run = self._start(i, job, rollout.max_turns, sampling, Path(tmp))
+                        except Exception:  # the env could not be made or reset
+                            out[i] = _failed(job, self.env_id, traceback.format_exc())
+                            continue
+                        self._running.append(run)
+                    time.sleep(0.02)
+                    for r in [r for r in self._running if self._over(r)]:
+                        self._running.remove(r)
+                        out[r.index] = self._finish(r)
+            finally:  # interrupted: no program outlives the trainer
+                self._stop_all()
         episodes = [ep for ep in out if ep is not None]
         for ep in episodes:
             stats.generated_tokens += sum(ep.mask)
@@ -124,34 +139,47 @@ class HarnessRollouts:
     def _start(
         self, index: int, job: Job, max_turns: int, sampling: SamplingSpec, tmp: Path
     ) -> _Running:
-        self._episodes += 1
-        session = f"ep{self._episodes}-{job.task.id}-{job.sample}"[:180]
-        self.recorder.open(session, max_calls=4 * max_turns + 8)
-        result = tmp / f"{self._episodes}.result.json"
+        session, key = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
+        episode = HostedEpisode(
+            self.env_id, self.env_kwargs, job.task, job.seed, max_turns, key_hash(key)
+        )
+        self.episodes[session] = episode
+        self.recorder.open(session, key, max_calls=4 * max_turns + 8)
+        workdir = Path(tempfile.mkdtemp(prefix="episode-", dir=tmp))  # mode 0700
         spec = {
             "base_url": self.url,
             "session": session,
+            "key": key,
             "model": "policy",
             "sampling": _sampling(sampling),
             "max_turns": max_turns,
-            "env_id": self.env_id,
-            "env_kwargs": self.env_kwargs,
-            "task": job.task.model_dump(mode="json"),
             "seed": job.seed,
-            "result": str(result),
+            "workdir": str(workdir),
+            **episode.opening,
+            **episode.traits(),
         }
         if self.function is not None:
-            running = _Running(index, job, session, result, None, None, time.time())
-            running.thread = threading.Thread(target=self._call, args=(running, spec), daemon=True)
-            running.thread.start()
-            return running
-        spec_path = tmp / f"{self._episodes}.episode.json"
+            r = _Running(index, job, session, episode, workdir, None, time.time())
+            r.thread = threading.Thread(target=self._call, args=(r, spec), daemon=True)
+            r.thread.start()
+            return r
+        spec_path = workdir / "episode.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        log = open(tmp / f"{self._episodes}.stderr", "w+b")  # noqa: SIM115 (closed in _finish)
-        env = os.environ | {ENV_VAR: str(spec_path), "OMP_NUM_THREADS": "1"}
+        env = self._program_env(spec_path, workdir)
         argv = [sys.executable if a == "python" else a for a in self.argv]
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        return _Running(index, job, session, result, proc, log, time.time())
+        proc = AgentProcess(argv, env)
+        return _Running(index, job, session, episode, workdir, proc, time.time())
+
+    def _program_env(self, spec_path: Path, workdir: Path) -> dict[str, str]:
+        """The named variables of the trainer's, and what the program needs to play."""
+        env = {k: os.environ[k] for k in self.passed_env if k in os.environ}
+        env["PYTHONPATH"] = _with_source_tree(env.get("PYTHONPATH"))
+        return env | {
+            ENV_VAR: str(spec_path),
+            "OPENAI_BASE_URL": self.url,
+            "TMPDIR": str(workdir),
+            "OMP_NUM_THREADS": "1",
+        }
 
     def _call(self, r: _Running, spec: dict[str, Any]) -> None:
         try:
@@ -168,50 +196,49 @@ class HarnessRollouts:
             return True
         if time.time() - r.started > self.timeout_s:
             r.proc.kill()
-            r.proc.wait()
             return True
         return False
 
     def _finish(self, r: _Running) -> TokenEpisode:
-        record = Episode(
-            task_id=r.job.task.id,
-            env_id=self.env_id,
-            sample=r.job.sample,
-            seed=r.job.seed,
-            started_at=r.started,
-            instruction=r.job.task.instruction,
-        )
         why = r.error
         if r.proc is not None:
-            r.log.seek(0)
-            stderr = r.log.read().decode("utf-8", "replace")[-STDERR_TAIL:]
-            r.log.close()
-            code = r.proc.returncode
-            if code != 0:
-                why = f"timed out after {self.timeout_s:g} s" if code == -9 else f"exited {code}"
-                why += f": {stderr}"
-        if why is None and not r.result.is_file():
-            why = "wrote no result (call HarnessEpisode.finish() at the end)"
-        played = None
-        if why is None:
-            try:
-                played = Episode.model_validate_json(r.result.read_bytes())
-            except ValidationError as e:
-                why = f"its result is not an episode record: {e.errors()[0]['msg']}"
+            code = r.proc.kill()  # the program's group, whatever it left running
+            if r.proc.killed or code != 0:
+                why = f"timed out after {self.timeout_s:g} s" if r.proc.killed else f"exited {code}"
+                why += f": {r.proc.stderr_tail(STDERR_TAIL)}"
+        shutil.rmtree(r.workdir, ignore_errors=True)
+        self.episodes.pop(r.session, None)
+        record = r.episode.finish().model_copy(update={"sample": r.job.sample})
         calls = self.recorder.calls(r.session)
         self.recorder.forget(r.session)
-        if why is not None or played is None:
+        if why is not None:
             record.fail(f"harness failed: {why}")
             return TokenEpisode(episode=record, group=r.job.group)
-        # the env's outcome as the harness recorded it; who played it as the trainer knows it
-        record = played.model_copy(update=record.model_dump(include=IDENTITY))
-        if not calls:
+        if not record.steps:
+            record.fail("the harness played no step (HarnessEpisode.step sends the actions)")
+        elif not calls:
             record.fail("the harness made no call to the gateway")
         return episode_from_calls(calls, record, r.job.group)
 
+    def _stop_all(self) -> None:
+        for r in self._running:
+            if r.proc is not None:
+                r.proc.kill()
+            r.episode.finish()
+            self.episodes.pop(r.session, None)
+        self._running.clear()
+
     def close(self) -> None:
+        self._stop_all()
         self.server.stop()
         self.recorder.close()
+
+
+def _failed(job: Job, env_id: str, why: str) -> TokenEpisode:
+    """An episode whose env failed before its program ran."""
+    record = Episode(task_id=job.task.id, env_id=env_id, sample=job.sample, seed=job.seed)
+    record.fail(f"the env failed to start: {why[-STDERR_TAIL:]}")
+    return TokenEpisode(episode=record, group=job.group)
 
 
 def _sampling(sampling: SamplingSpec) -> dict[str, Any]:
@@ -224,3 +251,14 @@ def _sampling(sampling: SamplingSpec) -> dict[str, Any]:
     if sampling.stop:
         out["stop"] = list(sampling.stop)
     return out
+
+
+def _with_source_tree(pythonpath: str | None) -> str:
+    """``PYTHONPATH`` with the source tree this agentgym runs from first, if it runs from one:
+    the program's ``agentgym.harness`` must speak the trainer's protocol."""
+    import agentgym
+    from agentgym.source_tree import source_root
+
+    root = source_root(Path(agentgym.__file__).parent)
+    parts = [str(root)] if root is not None else []
+    return os.pathsep.join(parts + ([pythonpath] if pythonpath else []))

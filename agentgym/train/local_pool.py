@@ -10,6 +10,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.rewards import RewardError, check_reward
 from agentgym.task import Task
 
 
@@ -65,7 +66,10 @@ class LocalEnvPool:
     def step_slot(self, slot: int, action: str) -> Outcome:
         try:
             obs, reward, terminated, truncated, info = self._env(slot).step(action)
-            return Outcome(obs, float(reward), bool(terminated), bool(truncated), _plain(info))
+            reward = check_reward(reward)  # before it reaches a turn's credit
+            return Outcome(obs, reward, bool(terminated), bool(truncated), _plain(info))
+        except RewardError as e:
+            return Outcome(error=str(e))
         except Exception:
             return Outcome(error=traceback.format_exc())
 

@@ -25,6 +25,7 @@ from agentgym.bounded_context import BoundedHistory
 from agentgym.chat_agent import FormatError, parse_action
 from agentgym.episode import Episode, Usage
 from agentgym.llm.sampling import SamplingSpec, derive_seed, turn_seed  # noqa: F401 (re-exported)
+from agentgym.rewards import RewardError
 from agentgym.task import Task
 from agentgym.train.chat import ChatFormat
 from agentgym.train.envpool import EnvPool, Outcome
@@ -295,21 +296,24 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
         Turn(start, end, end, len(ep.ids), out.reward, state_key, adapter, record, context)
     )
     lv.last_observation = out.observation
-    ep.episode.record_step(
-        action,
-        out.observation,
-        out.reward,
-        out.terminated,
-        out.truncated,
-        out.info,
-        Usage(
-            prompt_tokens=start,
-            completion_tokens=end - start,
-            token_ids=list(gen.token_ids),
-            logprobs=list(gen.logprobs),
-            loss_mask=[1] * (end - start),
-        ),
-    )
+    try:
+        ep.episode.record_step(
+            action,
+            out.observation,
+            out.reward,
+            out.terminated,
+            out.truncated,
+            out.info,
+            Usage(
+                prompt_tokens=start,
+                completion_tokens=end - start,
+                token_ids=list(gen.token_ids),
+                logprobs=list(gen.logprobs),
+                loss_mask=[1] * (end - start),
+            ),
+        )
+    except RewardError as e:  # a success, score or return the env got wrong: an error episode
+        ep.episode.fail(str(e))
 
 
 def _finish(ep: TokenEpisode) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentgym.runner import git_sha, run_id_for, versions
-from agentgym.train.config import TrainConfig
+from agentgym.train.config import HARNESS_ENV, TrainConfig
 
 SHOWN = (
     "reward",
@@ -59,6 +59,7 @@ ADDED_LATER = (
     ("rollout", "harness", None),
     ("rollout", "harness_parallel", 4),
     ("rollout", "harness_timeout_s", 600.0),
+    ("rollout", "harness_env", HARNESS_ENV),
     ("rollout", "stop", None),
 )
 """Settings added after runs were stored, with their defaults: at their default they stay out of

@@ -6,6 +6,8 @@ loop: model and optimizer setup, rollouts with the policy being trained (batched
 through ``load_engine`` over the policy), error accounting, gradient accumulation and mixed precision.
 What is not the loop has its own module: held-out evaluation (:mod:`~agentgym.train.heldout`),
 the metrics log (:mod:`~agentgym.train.runlog`) and checkpoints (:mod:`~agentgym.train.checkpoint`).
+Under torchrun the loop runs on every rank, each rolling out and training its share of a step
+(:mod:`~agentgym.train.distributed`); with one process those calls do nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from agentgym.train.batch import Batch, build_batch
 from agentgym.train.chat import ChatFormat
 from agentgym.train.config import PRECISION_DTYPES, TrainConfig
 from agentgym.train.credit import CreditContext, episode_arrays
+from agentgym.train.distributed import DataParallel, check_policy, ranks_from_env
 from agentgym.train.envpool import EnvPool, make_pool
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import (
@@ -42,12 +45,22 @@ from agentgym.train.rollout import Job, RolloutStats, collect, derive_seed
 from agentgym.train.runlog import RunLog
 
 
+class NonFiniteLoss(RuntimeError):
+    """A step's loss or gradient is NaN or infinite: the run stops before the update, so no
+    weights it would have poisoned are ever saved."""
+
+
 class Trainer:
     """One training run of ``cfg``; :meth:`run` trains and returns the last metrics."""
 
     def __init__(self, cfg: TrainConfig, console: Any = None) -> None:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        logged = cfg.model_copy(deep=True)  # the run id hashes the config as written
+        check_policy(cfg.model.policy, ranks_from_env())
+        self.dp = DataParallel.from_env(cfg.model.device)
+        """The ranks of a data-parallel run (:mod:`agentgym.train.distributed`); one: none."""
+        cfg.model.device = self.dp.device(cfg.model.device)
         self.cfg, self.console = cfg, console
         warn_if_emulated_bf16(cfg.model.precision, cfg.model.device)
         torch.manual_seed(cfg.seed)
@@ -78,6 +91,7 @@ class Trainer:
         self.step = 0
         if self.resume_from is not None:
             self.step = checkpoint.load_state(self.resume_from, self.optimizer, self.extra)
+        self.dp.broadcast(params)
         self._pool: EnvPool | None = None
         self._engine: Any = None
         self._weights_changed = True
@@ -86,7 +100,9 @@ class Trainer:
         self._harness: Any = None
         """The recording gateway and harness processes (``rollout.harness``), made at first use."""
         self._said_per_call = False
-        self.runlog = RunLog(cfg, console)
+        if not self.dp.main:  # rank 0 alone keeps the run's record
+            logged.db, console = None, None
+        self.runlog = RunLog(logged, console)
         """Every step's metrics: kept, stored in the store's rows and printed."""
         self.history = self.runlog.history
         """Every logged row so far (the run log's own list)."""
@@ -141,10 +157,11 @@ class Trainer:
                 self.engine,
                 self.cfg.env.id,
                 self.cfg.env.kwargs,
-                Path(self.cfg.out_dir) / "gateway",
+                Path(self.cfg.out_dir) / ("gateway" if self.dp.main else f"gateway-{self.dp.rank}"),
                 lambda: f"step-{self.step}",
                 r.harness_parallel,
                 r.harness_timeout_s,
+                r.harness_env,
             )
         return self._harness
 
@@ -208,11 +225,13 @@ class Trainer:
                 for t in chosen
                 for k in range(r.group_size)
             ]
-            episodes, stats = self.rollout(
-                jobs, derive_seed(self.cfg.seed, "gen", i), r.temperature
+            mine, stats = self.rollout(
+                self.dp.shard(jobs), derive_seed(self.cfg.seed, "gen", i), r.temperature
             )
-            rescored = self.rescore(episodes)
-            return {**self.rl_update(episodes, stats), **rescored}
+            rescored = self.rescore(mine)
+            episodes = self.dp.gather(mine)  # credit sees every group whole, in job order
+            stats = merge_stats(self.dp.gather([stats]))
+            return {**self.rl_update(episodes, stats), **merge_means(self.dp.gather([rescored]))}
 
         return step
 
@@ -308,12 +327,15 @@ class Trainer:
         loss_tokens = float(batch.loss_mask.sum())
         if not self.policy.per_turn_adapters:  # such a policy reads rows in the order bound
             batch = self._rows_to_train(batch)
+        trained_rows = float(batch.rows)
+        if self.dp.size > 1:  # this rank's rows; the weights stay those of the whole batch
+            batch = batch.select(self.dp.rows(batch.rows))
         totals: dict[str, float] = {}
         for _ in range(cfg.algo.epochs):
             totals = self._epoch(batch)
         self._weights_changed = True
         totals["loss_tokens"] = loss_tokens
-        totals["trained_rows"] = float(batch.rows)
+        totals["trained_rows"] = trained_rows
         return {**bound, **totals}
 
     def _say_per_call(self, episodes: list[TokenEpisode]) -> None:
@@ -358,19 +380,32 @@ class Trainer:
             mb = _to(mb, self.cfg.model.device)
             with self._autocast():
                 loss, parts = self.algo.loss(mb)
+            self._check_finite("loss", loss)
             loss.backward()
             for k, v in parts.items():
                 totals[k] = totals.get(k, 0.0) + v
+        totals = self.dp.sum_metrics(totals)
         extra, parts = self.policy.loss()  # the policy's own (none for a plain model)
-        if extra is not None and extra.requires_grad:
+        if extra is not None and extra.requires_grad and self.dp.main:  # counted once
             extra.backward()
         totals.update(parts)
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        self.dp.sum_grads(params)
         clip = self.cfg.optim.grad_clip
         norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else float("inf"))
+        self._check_finite("gradient norm", norm)  # clipping an infinite norm gives NaN
         self.optimizer.step()
         totals["grad_norm"] = float(norm)
         return totals
+
+    def _check_finite(self, what: str, value: torch.Tensor) -> None:
+        """Stop the run (:class:`NonFiniteLoss`) on a NaN or infinite loss or gradient norm."""
+        if not bool(torch.isfinite(value.detach()).all()):
+            raise NonFiniteLoss(
+                f"training stopped at step {self.step + 1}: the {what} is "
+                f"{float(value.detach().float().sum())}; the weights were not updated and "
+                "nothing of this run was saved since its last checkpoint"
+            )
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         precision = self.cfg.model.precision
@@ -401,21 +436,27 @@ class Trainer:
         jobs = heldout.eval_jobs(tasks, self.cfg.seed, self.cfg.eval_samples)
         with torch.no_grad():
             episodes, _ = self.rollout(
-                jobs, derive_seed(self.cfg.seed, "eval"), self.cfg.eval_temperature, explore=False
+                self.dp.shard(jobs),
+                derive_seed(self.cfg.seed, "eval"),
+                self.cfg.eval_temperature,
+                explore=False,
             )
-        return episodes
+        return self.dp.gather(episodes)
 
     def save(self, directory: Path) -> Path:
-        checkpoint.save(
-            directory,
-            self.model,
-            self.tokenizer,
-            self.optimizer,
-            self.extra,
-            self.step,
-            self.cfg.model_dump(mode="json"),
-        )
-        self.policy.save(directory)
+        """A resumable checkpoint, written by rank 0 alone (the ranks hold the same state)."""
+        if self.dp.main:
+            checkpoint.save(
+                directory,
+                self.model,
+                self.tokenizer,
+                self.optimizer,
+                self.extra,
+                self.step,
+                self.cfg.model_dump(mode="json"),
+            )
+            self.policy.save(directory)
+        self.dp.barrier()
         return directory
 
     def merged(self, directory: Path) -> Path:
@@ -441,6 +482,28 @@ class Trainer:
         if self._pool is not None:
             self._pool.close()
         self.runlog.close()
+        self.dp.close()
+
+
+def merge_stats(parts: list[RolloutStats]) -> RolloutStats:
+    """The ranks' rollout stats as one batch's: counts add up, times are the slowest rank's."""
+    return RolloutStats(
+        episodes=sum(s.episodes for s in parts),
+        generated_tokens=sum(s.generated_tokens for s in parts),
+        prompt_tokens=sum(s.prompt_tokens for s in parts),
+        generate_s=max(s.generate_s for s in parts),
+        env_s=max(s.env_s for s in parts),
+        wall_s=max(s.wall_s for s in parts),
+    )
+
+
+def merge_means(parts: list[dict[str, float]]) -> dict[str, float]:
+    """The ranks' metrics of their shares: a ``*_max`` the largest, any other the mean."""
+    values: dict[str, list[float]] = {}
+    for part in parts:
+        for key, value in part.items():
+            values.setdefault(key, []).append(value)
+    return {k: max(v) if k.endswith("_max") else float(np.mean(v)) for k, v in values.items()}
 
 
 def _suite(name: str | None, pool: EnvPool) -> TaskSuite:

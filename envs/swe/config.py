@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path, PurePosixPath
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from agentgym.task import task_from_client
 
+MAX_COMMAND_TIMEOUT = 600.0
+"""Longest ``command_timeout`` a task may set, in seconds."""
+MAX_GRADE_TIMEOUT = 1800.0
+"""Longest ``grade_timeout`` a task may set, in seconds."""
 GIT_ROOTS_VARIABLE = "AGENTGYM_SWE_GIT_ROOTS"
 """Folders (``os.pathsep``-separated) under which a task's ``git.path`` may name a checkout."""
 
@@ -26,6 +30,15 @@ def _inside_repo(path: str) -> str:
 
 RepoPath = Annotated[str, AfterValidator(_inside_repo)]
 """A file of the task repository, relative to its root (never an absolute or escaping path)."""
+PathRole = Literal["repo", "tests", "verifier", "solution"]
+"""What a container path of a scripted task stands for in the sandbox (see ``SweConfig.paths``)."""
+
+
+def _absolute(paths: dict[str, PathRole]) -> dict[str, PathRole]:
+    for path in paths:
+        if not path.startswith("/") or path.rstrip("/") == "" or "\\" in path:
+            raise ValueError(f"paths: {path!r} must be an absolute container path such as /app")
+    return paths
 
 
 class Edit(BaseModel):
@@ -100,10 +113,15 @@ class SweConfig(BaseModel):
     """What the ``run_tests`` tool runs (the visible tests)."""
     max_turns: int = Field(default=30, ge=1)
     """Actions before the episode is truncated."""
-    command_timeout: float = Field(default=60.0, gt=0)
-    """Seconds one bash command may run."""
-    grade_timeout: float = Field(default=300.0, gt=0)
-    """Seconds the hidden tests may run at submission."""
+    command_timeout: float = Field(default=60.0, gt=0, le=MAX_COMMAND_TIMEOUT)
+    """Seconds one bash command may run (at most 10 minutes: a step holds a session's thread)."""
+    grade_timeout: float = Field(default=300.0, gt=0, le=MAX_GRADE_TIMEOUT)
+    """Seconds the hidden tests may run at submission (at most 30 minutes)."""
+    paths: Annotated[dict[str, PathRole], AfterValidator(_absolute)] = Field(default_factory=dict)
+    """Absolute paths the task's text names and what each stands for (Harbor's ``/app``: repo,
+    ``/tests``: tests, ``/logs/verifier``: verifier, ``/solution``: solution). A sandbox can write
+    only under its workdir, so these are rewritten to sandbox folders in the instruction, the
+    files and the test and solution scripts."""
 
     @model_validator(mode="after")
     def _one_source(self) -> SweConfig:
@@ -114,12 +132,32 @@ class SweConfig(BaseModel):
         return self
 
 
+class Scripted(BaseModel):
+    """A folder of files and the shell script in it to run: Harbor's ``tests/`` (whose
+    ``test.sh`` writes a reward) or ``solution/`` (whose ``solve.sh`` applies the fix)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    files: dict[RepoPath, str] = Field(min_length=1)
+    """The folder's files by path inside it."""
+    script: RepoPath
+    """The script to run, one of ``files``."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables the script runs with (Harbor's ``verifier.env``, ``solution.env``)."""
+
+    @model_validator(mode="after")
+    def _script_present(self) -> Scripted:
+        if self.script not in self.files:
+            raise ValueError(f"script {self.script!r} is not one of the folder's files")
+        return self
+
+
 class SweGold(BaseModel):
     """``Task.gold``: the hidden tests, which must pass, and the reference fix."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    fail_to_pass: list[str] = Field(min_length=1)
+    fail_to_pass: list[str] = Field(default_factory=list)
     """pytest node ids that fail on the buggy repo and must pass after the fix."""
     pass_to_pass: list[str] = Field(default_factory=list)
     """Node ids that pass before and must still pass after."""
@@ -129,11 +167,20 @@ class SweGold(BaseModel):
     """The reference fix as edits on the buggy repo."""
     fix_patch: str | None = None
     """Or as a unified diff (``git apply``), as SWE-bench gives it."""
+    test_script: Scripted | None = None
+    """Or tests that grade by a script writing ``reward.txt``/``reward.json`` to the verifier
+    folder (Harbor's ``tests/``), instead of pytest node ids; reward 1 is success."""
+    fix_script: Scripted | None = None
+    """Or the reference fix as a script run in the repository (Harbor's ``solution/``)."""
 
     @model_validator(mode="after")
     def _has_fix(self) -> SweGold:
-        if not self.fix and not self.fix_patch:
-            raise ValueError("gold needs the reference fix: fix (edits) or fix_patch (a diff)")
+        if not self.fail_to_pass and self.test_script is None:
+            raise ValueError("gold needs tests: fail_to_pass (pytest ids) or test_script")
+        if not (self.fix or self.fix_patch or self.fix_script):
+            raise ValueError(
+                "gold needs the reference fix: fix (edits), fix_patch (a diff) or fix_script"
+            )
         return self
 
 

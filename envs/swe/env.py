@@ -11,9 +11,16 @@ from pydantic import BaseModel
 
 from agentgym.env import ResetNeeded, Snapshot, StepResult, TextEnv
 from agentgym.envs.swe.actions import TOOLS, Invalid, parse
-from agentgym.envs.swe.config import Edit, SweConfig, SweGold, apply_edit
+from agentgym.envs.swe.config import Edit, Scripted, SweConfig, SweGold, apply_edit
 from agentgym.envs.swe.grading import grade, normalise
 from agentgym.envs.swe.repo import build_files, install
+from agentgym.envs.swe.scripted import (
+    grade_script,
+    map_files,
+    map_paths,
+    sandbox_folders,
+    solve_command,
+)
 from agentgym.sandbox import Sandbox, SandboxConfig, SandboxPool, get_provider
 from agentgym.sandbox.base import SandboxError
 from agentgym.sandbox.providers import provider_names
@@ -100,7 +107,10 @@ class SweEnv(TextEnv):
                            most: head and tail), the file view, or what was wrong with the action.
                            pytest run times are removed so observations are deterministic
     Reward                 after ``submit``: 1.0 if every FAIL_TO_PASS and PASS_TO_PASS test passes,
-                           else 0.0; ``info["score"]`` = share of those tests passing
+                           else 0.0; ``info["score"]`` = share of those tests passing. A task
+                           with ``gold.test_script`` (imported from Harbor) is graded by its own
+                           script instead: reward 1.0 when it writes a reward of 1 or more,
+                           ``info["score"]`` = that reward
     Episode end            ``submit`` terminates; ``max_turns`` actions (valid or not) truncate with
                            success False, score 0
     Turn limit             per task: 20 (HumanEvalFix), 40 (mini-repo)
@@ -116,7 +126,8 @@ class SweEnv(TextEnv):
     Regenerate             ``python -m agentgym.envs.swe.generate --data ../shared/data``
     Import your own        :func:`agentgym.envs.swe.importers.from_swebench` (SWE-bench instances +
                            a local checkout), :func:`agentgym.envs.swe.importers.from_directory`
-                           (one folder per program: buggy file, fixed file, tests)
+                           (one folder per program: buggy file, fixed file, tests),
+                           ``agentgym tasks import-harbor`` (Harbor task directories)
     =====================  =========================================================================
 
     HumanEvalFix tasks: ``solution.py`` (prompt + buggy body), visible ``test_example.py``, hidden
@@ -161,12 +172,15 @@ class SweEnv(TextEnv):
     def _reset(self, task: Task) -> tuple[str, dict[str, Any]]:
         self._release()
         self.sandbox = shared_pool(self.provider, self.sandbox_config).acquire()
-        files = build_files(self.config)
+        repo = f"{self.sandbox.workdir}/repo"
+        folders = sandbox_folders(self.sandbox.workdir, repo)
+        files = map_files(build_files(self.config), self.config.paths, folders)
         self.state = SweState(files=files, repo=install(self.sandbox, files))
         listing = "\n".join(sorted(files)[:200])
         more = f"\n... and {len(files) - 200} more files" if len(files) > 200 else ""
+        instruction = map_paths(task.instruction, self.config.paths, folders)
         obs = (
-            f"{task.instruction}\n\nThe repository is at {self.state.repo} ({len(files)} files):\n"
+            f"{instruction}\n\nThe repository is at {self.state.repo} ({len(files)} files):\n"
             f"{listing}{more}\n\nYou have {self.config.max_turns} actions; send `submit` when done."
         )
         return obs, {"tools": TOOLS}
@@ -210,6 +224,8 @@ class SweEnv(TextEnv):
 
     def _submit(self) -> StepResult:
         gold = SweGold.model_validate(self.task.gold)  # type: ignore[union-attr]
+        if gold.test_script is not None:
+            return self._submit_scripted(gold.test_script)
         g = grade(self._box(), self.state.repo, self.config, gold, self.state.files)
         shown = ", ".join(g.failed[:10]) + (" ..." if len(g.failed) > 10 else "")
         verdict = "All hidden tests pass." if g.success else f"Failing hidden tests: {shown}"
@@ -221,6 +237,13 @@ class SweEnv(TextEnv):
             "passed": len(g.passed),
             "failed": len(g.failed),
         }
+        return obs, float(g.success), True, False, info
+
+    def _submit_scripted(self, tests: Scripted) -> StepResult:
+        g = grade_script(self._box(), self.state.repo, self.config, tests)
+        verdict = "The task's tests pass." if g.success else "The task's tests do not pass."
+        obs = f"Submitted. Reward {g.reward:g} from the task's tests. {verdict}"
+        info = {"valid": True, "success": g.success, "score": g.score, "reward": g.reward}
         return obs, float(g.success), True, False, info
 
     # ------------------------------------------------------------------ tools
@@ -294,6 +317,12 @@ class SweEnv(TextEnv):
                 return json.dumps({"name": "edit", "arguments": edit.model_dump()})
         if gold.fix_patch and not self._patch_applied(gold.fix_patch):
             return f"```bash\ngit apply - <<'AGENTGYM_PATCH'\n{gold.fix_patch}\nAGENTGYM_PATCH\n```"
+        if gold.fix_script is not None:
+            box = self._box()
+            command = solve_command(gold.fix_script, self.config, box.workdir, self.state.repo)
+            action = f"```bash\n{command}\n```"
+            if action not in self.state.actions:  # a script has no "already applied" check
+                return action
         return "submit"
 
     def _patch_applied(self, patch: str) -> bool:

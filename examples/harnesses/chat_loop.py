@@ -18,16 +18,20 @@ from agentgym.harness import HarnessEpisode
 
 def play(spec: dict[str, Any] | None = None) -> None:
     episode = HarnessEpisode(spec) if spec is not None else HarnessEpisode.from_environ()
-    client = openai.OpenAI(base_url=episode.base_url, api_key="agentgym", max_retries=0)
+    client = openai.OpenAI(
+        base_url=episode.base_url,
+        api_key="agentgym",
+        max_retries=0,
+        default_headers=episode.headers,  # the episode's session and its key
+    )
     system = [{"role": "system", "content": episode.system_prompt}] if episode.system_prompt else []
     messages = [*system, {"role": "user", "content": episode.observation}]
-    free_text = bool(getattr(episode.env.unwrapped, "free_text_actions", False))
+    free_text = episode.free_text_actions
     turn = 0
     while not episode.done:
         reply = client.chat.completions.create(
             model=episode.model,
             messages=messages,
-            user=episode.session,
             seed=episode.request_seed(turn),
             **episode.sampling,
         )

@@ -39,8 +39,7 @@ def main() -> None:
             api_base=episode.base_url,
             api_key="agentgym",
             messages=head + exchanges[-2 * KEEP_EXCHANGES :],
-            # LiteLLM sends `user` only to OpenAI's own models: name the session by header
-            extra_headers={"X-Session-Id": episode.session},
+            extra_headers=episode.headers,  # the episode's session and its key
             seed=episode.request_seed(turn),
             **episode.sampling,
         )

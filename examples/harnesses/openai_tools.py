@@ -21,7 +21,12 @@ from agentgym.harness import HarnessEpisode
 
 def main() -> None:
     episode = HarnessEpisode.from_environ()
-    client = openai.OpenAI(base_url=episode.base_url, api_key="agentgym", max_retries=0)
+    client = openai.OpenAI(
+        base_url=episode.base_url,
+        api_key="agentgym",
+        max_retries=0,
+        default_headers=episode.headers,  # the gateway files calls under the episode's session
+    )
     messages: list[dict] = [
         {"role": "system", "content": episode.system_prompt},
         {"role": "user", "content": episode.observation},
@@ -32,7 +37,6 @@ def main() -> None:
             model=episode.model,
             messages=messages,
             tools=episode.tools,
-            user=episode.session,  # the gateway files this call under the episode's session
             seed=episode.request_seed(turn),
             **episode.sampling,
         )

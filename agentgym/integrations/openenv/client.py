@@ -8,22 +8,51 @@ session (one WebSocket) through openenv-core's own ``GenericEnvClient``.
 Observations: from an agentgym server, its text and info as they are; from any other OpenEnv
 server, the observation's one text field (else its fields as JSON), ``done`` as terminated, and
 the rest of its fields in ``info``.
+
+A server that asks for a key (``agentgym env serve --api-key``) gets ``$AGENTGYM_API_KEY``: as
+``Authorization: Bearer KEY`` over HTTP, and as the URL's password on the WebSocket (HTTP Basic:
+the one way openenv-core's client sends a credential). The key never enters the env id.
+
+The server is not trusted: a message over :data:`MAX_MESSAGE_BYTES` closes the session, an
+observation over 1 Mi characters, a field of the wrong type or a reward outside
+:mod:`agentgym.rewards`' range is an error naming the server, and an episode the server never ends
+is truncated after ``max_steps`` steps (an env option). A full server is waited for, with backoff,
+for up to ``full_wait_s`` seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
+import os
+import time
 from typing import Any, ClassVar
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import gymnasium
 
 from agentgym.env import NoExpert, ResetNeeded
+from agentgym.hosts import API_KEY_ENV
+from agentgym.integrations.openenv.answers import (
+    ActionSchema,
+    ServerTraits,
+    closed_reason,
+    full_reason,
+    json_object,
+    read_as,
+)
+from agentgym.redact import mask_value, remember_secret
+from agentgym.rewards import check_reward
 from agentgym.spaces import UnicodeText
 from agentgym.task import Task
 
 SCHEME = "openenv"
 OPENENV_FIELDS = ("done", "reward", "metadata")  # every OpenEnv observation has these
+MAX_OBSERVATION_CHARS = 1 << 20
+MAX_MESSAGE_BYTES = 2 << 20
+"""The largest message read from a server: an observation of 1 Mi characters and its info. A
+larger one closes the session (close code 1009) before it is held in memory."""
 
 
 class OpenEnvEnv(gymnasium.Env[str, str]):
@@ -31,7 +60,7 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
     its URL and its traits as class attributes (what the trainer reads off an env class)."""
 
     metadata = {"render_modes": ["ansi"]}
-    observation_space = UnicodeText(max_length=1 << 20)
+    observation_space = UnicodeText(max_length=MAX_OBSERVATION_CHARS)
     action_space = UnicodeText(max_length=1 << 14)
 
     url: ClassVar[str] = ""
@@ -51,27 +80,44 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         render_mode: str | None = None,
         connect_timeout_s: float = 10.0,
         message_timeout_s: float = 600.0,
+        max_steps: int = 200,
+        full_wait_s: float = 60.0,
     ) -> None:
+        """``max_steps``: the step that reaches it is truncated (a server that never ends an
+        episode); ``full_wait_s``: how long a reset waits for a full server to free a session."""
         from agentgym.extras import require
 
         require(f"the env {self.env_id}", "openenv")
+        if max_steps < 1:
+            raise ValueError(f"{self.env_id}: max_steps={max_steps}: give a step count >= 1")
+        if not (math.isfinite(full_wait_s) and full_wait_s >= 0):
+            raise ValueError(f"{self.env_id}: full_wait_s={full_wait_s}: give seconds >= 0")
         self.render_mode = render_mode
         self.timeouts = (connect_timeout_s, message_timeout_s)
+        self.max_steps, self.full_wait_s = max_steps, full_wait_s
         self.client: Any = None
         self.task_id = ""
         self.last_observation = ""
         self.expert: str | None = None
         self.started = False
+        self.steps = 0
 
     # ------------------------------------------------------------------ session
     def _connect(self) -> Any:
         from openenv.core.generic_client import GenericEnvClient
 
         connect, message = self.timeouts
+        key = api_key()
         client = GenericEnvClient(
-            base_url=self.url, connect_timeout_s=connect, message_timeout_s=message
+            base_url=with_key(self.url, key),
+            connect_timeout_s=connect,
+            message_timeout_s=message,
+            max_message_size_mb=MAX_MESSAGE_BYTES / (1 << 20),
         ).sync()
-        client.connect()
+        try:
+            client.connect()
+        except ConnectionError as e:  # its text names the URL, the key in it
+            raise ConnectionError(mask_value(str(e), quote(key or "", safe=""))) from None
         return client
 
     def _drop(self) -> None:
@@ -92,19 +138,8 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
             data["task"] = task.model_dump(mode="json")  # the whole task: any split, any file
         elif task is not None:
             data["task"] = task
-        from websockets.exceptions import ConnectionClosed
-
-        for attempt in (0, 1):  # a session the server closed (idle) is reopened once
-            if self.client is None:
-                self.client = self._connect()
-            try:
-                result = self.client.reset(**data)
-                break
-            except (ConnectionError, OSError, ConnectionClosed) as e:
-                self._drop()
-                if attempt:
-                    raise ConnectionError(f"{self.env_id}: {e}") from e
-        obs, info, _, _ = self._read(result)
+        self.started, self.steps = False, 0
+        obs, info, _, _ = self._read(self._reset_session(data))
         if isinstance(task, Task):
             info.setdefault("task_id", task.id)
         elif isinstance(task, dict):
@@ -114,12 +149,54 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         self.task_id, self.started = info["task_id"], True
         return obs, info
 
+    def _reset_session(self, data: dict[str, Any]) -> Any:
+        """The server's answer to a reset. A session the server closed (idle) is reopened once;
+        while the server is full, new sessions are tried with backoff for ``full_wait_s``."""
+        from websockets.exceptions import ConnectionClosed
+
+        deadline, delay, reopened = time.monotonic() + self.full_wait_s, 0.05, False
+        while True:
+            fresh = self.client is None
+            if fresh:
+                self.client = self._connect()
+            try:
+                return self.client.reset(**data)
+            except (ConnectionError, OSError, ConnectionClosed, RuntimeError) as e:
+                full = full_reason(e, fresh)
+                if full is None and isinstance(e, RuntimeError):
+                    raise  # the server's error answer: the session is fine
+                self._drop()
+                if full is None and (fresh or reopened):
+                    raise ConnectionError(closed_reason(self.env_id, e, MAX_MESSAGE_BYTES)) from e
+                reopened = reopened or full is None
+                if full is not None and time.monotonic() + delay > deadline:
+                    raise ConnectionError(
+                        f"{self.env_id} is full ({full}) and no session freed up in "
+                        f"{self.full_wait_s:g} s (env option full_wait_s)"
+                    ) from None
+                if full is not None:
+                    time.sleep(delay)
+                    delay = min(2 * delay, 2.0)
+
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not self.started or self.client is None:
             raise ResetNeeded("call reset() before step()")
-        result = self.client.step(self._action(action))
+        from websockets.exceptions import ConnectionClosed
+
+        payload = self._action(action)
+        try:
+            result = self.client.step(payload)
+        except ConnectionClosed as e:
+            self.close()
+            raise ConnectionError(closed_reason(self.env_id, e, MAX_MESSAGE_BYTES)) from None
         obs, info, terminated, truncated = self._read(result)
-        reward = float(result.reward or 0.0)
+        sent = result.reward or 0.0  # OpenEnv allows a bool reward
+        reward = check_reward(
+            float(sent) if isinstance(sent, bool) else sent, f"{self.env_id}'s reward"
+        )
+        self.steps += 1
+        if not terminated and self.steps >= self.max_steps:
+            truncated = True  # the server did not end it: the episode is a limit, stored
         if terminated or truncated:
             self.started = False
         return obs, reward, terminated, truncated, info
@@ -140,22 +217,38 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         return action
 
     def _read(self, result: Any) -> tuple[str, dict[str, Any], bool, bool]:
-        """(text, info, terminated, truncated) of a result from either kind of server."""
-        obs: dict[str, Any] = dict(result.observation or {})
+        """(text, info, terminated, truncated) of a result from either kind of server; a field
+        of the wrong type or an observation past the limit is a ``ValueError`` naming it."""
+        obs = self._field("observation", result.observation or {}, dict)
+        done = self._field("done", result.done or False, bool)
         if self.agentgym_server:
-            info = dict(obs.get("info") or {})
-            self.expert = info.pop("expert_action", None)
-            text = str(obs.get("text", ""))
-            terminated = bool(obs.get("terminated", result.done))
-            truncated = bool(obs.get("truncated", False))
+            info = dict(self._field("info", obs.get("info") or {}, dict))
+            self.expert = self._field("expert_action", info.pop("expert_action", None), str, None)
+            text = self._field("text", obs.get("text", ""), str)
+            terminated = self._field("terminated", obs.get("terminated", done), bool)
+            truncated = self._field("truncated", obs.get("truncated", False), bool)
         else:
             fields = {k: v for k, v in obs.items() if k not in OPENENV_FIELDS}
             texts = [k for k, v in fields.items() if isinstance(v, str)]
             text = fields.pop(texts[0]) if len(texts) == 1 else json.dumps(fields, sort_keys=True)
-            info = {**(obs.get("metadata") or {}), **fields}
-            terminated, truncated = bool(result.done), False
+            info = {**self._field("metadata", obs.get("metadata") or {}, dict), **fields}
+            terminated, truncated = done, False
+        if len(text) > MAX_OBSERVATION_CHARS:
+            raise ValueError(
+                f"{self.env_id} sent an observation of {len(text)} characters: refused, "
+                f"observations are at most {MAX_OBSERVATION_CHARS} (1 Mi)"
+            )
         self.last_observation = text
         return text, info, terminated, truncated
+
+    def _field(self, name: str, value: Any, kind: type, *also: Any) -> Any:
+        """``value`` if it is a ``kind`` (or one of ``also``), else a ``ValueError``."""
+        if isinstance(value, kind) or value in also:
+            return value
+        raise ValueError(
+            f"{self.env_id} sent {name!r} as {type(value).__name__} {str(value)[:40]!r}: "
+            f"refused, OpenEnv sends a {kind.__name__}"
+        )
 
     def expert_action(self) -> str:
         """The server's expert, where it serves one (``agentgym env serve --expert``)."""
@@ -174,6 +267,24 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         self.started = False
 
 
+def api_key() -> str | None:
+    """The key sent to OpenEnv servers: ``$AGENTGYM_API_KEY`` (None: none), masked in whatever
+    this process stores or shows."""
+    key = os.environ.get(API_KEY_ENV) or None
+    remember_secret(key)
+    return key
+
+
+def with_key(url: str, key: str | None) -> str:
+    """``url`` carrying ``key`` as its password, which openenv-core's WebSocket client sends as
+    ``Authorization: Basic``; unchanged without a key."""
+    if not key:
+        return url
+    parts = urlsplit(url)
+    netloc = f"agentgym:{quote(key, safe='')}@{parts.netloc.rpartition('@')[2]}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def remote_spec(env_id: str) -> Any:
     """The :class:`~agentgym.registry.EnvSpec` of ``openenv:URL``: asks the server at URL for its
     action schema (and, from an agentgym server, its traits); a ``ValueError`` says what failed."""
@@ -186,40 +297,37 @@ def remote_spec(env_id: str) -> Any:
     url = env_id.split(":", 1)[1].rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"{env_id!r}: write openenv:http://HOST:PORT (the OpenEnv server's URL)")
+    key = api_key()
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        schema = httpx.get(f"{url}/schema", timeout=10).raise_for_status().json()
-        answer = httpx.get(f"{url}/agentgym", timeout=10)
+        schema_answer = httpx.get(f"{url}/schema", headers=headers, timeout=10)
+        answer = httpx.get(f"{url}/agentgym", headers=headers, timeout=10)
     except httpx.HTTPError as e:
         raise ValueError(f"{env_id}: no OpenEnv server answers at {url} ({e})") from None
-    traits = answer.json() if answer.status_code == 200 else {}
-    action = schema.get("action") or {}
-    required = [k for k in action.get("required", []) if k != "metadata"]
-    text_field = (
-        required[0]
-        if len(required) == 1
-        and action.get("properties", {}).get(required[0], {}).get("type") == "string"
-        else None
+    schema = json_object(
+        url, "/schema", schema_answer.status_code, schema_answer.text, schema_answer.json
     )
+    action_schema = schema.get("action") or {}
+    action = read_as(ActionSchema, action_schema, url, "/schema action")
+    traits: ServerTraits | None = None
+    if answer.status_code == 200:  # a foreign OpenEnv server has no /agentgym
+        raw = json_object(url, "/agentgym", answer.status_code, answer.text, answer.json)
+        traits = read_as(ServerTraits, raw, url, "/agentgym")
+    text_field = action.text_field()
     attrs: dict[str, Any] = {
         "url": url,
         "env_id": env_id,
-        "agentgym_server": bool(traits),
+        "agentgym_server": traits is not None,
         "action_field": text_field,
-        "__doc__": traits.get("description") or f"The OpenEnv server at {url}.",
+        "__doc__": (traits and traits.description) or f"The OpenEnv server at {url}.",
     }
-    if traits:
-        attrs.update(
-            system_prompt=traits.get("system_prompt", ""),
-            free_text_actions=bool(traits.get("free_text_actions")),
-            one_line_actions=bool(traits.get("one_line_actions")),
-            action_max_tokens=int(traits.get("action_max_tokens", 256)),
-            default_suite=traits.get("default_suite"),
-        )
+    if traits is not None:
+        attrs.update(traits.model_dump(exclude={"env_id", "description"}))
     elif text_field is None:
         attrs["system_prompt"] = (
             "Answer with one JSON object, the action, as this schema describes:\n"
-            + json.dumps(action, sort_keys=True)
+            + json.dumps(action_schema, sort_keys=True)
         )
     cls = type("OpenEnvEnv", (OpenEnvEnv,), attrs)
-    description = f"{traits['env_id']} served at {url}" if traits else f"OpenEnv server at {url}"
+    description = f"{traits.env_id} served at {url}" if traits else f"OpenEnv server at {url}"
     return EnvSpec(env_id, f"{__name__}:OpenEnvEnv", {}, description, target=cls)

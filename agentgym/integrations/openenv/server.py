@@ -11,15 +11,18 @@ thread. What this module adds to openenv-core's server:
   takes ``task`` (a task id, or a whole task as a JSON object) or ``seed``;
 - ``GET /agentgym``: what agentgym's own client needs to build chat prompts (the system prompt,
   the action style), so ``openenv:URL`` env ids train and evaluate like local envs;
-- an idle session is closed, its socket too (openenv-core's reaper closes only the env), and
-  shutdown (SIGTERM) closes every session that is left.
+- the sessions' rules (:mod:`agentgym.integrations.openenv.sessions`): a session is a
+  connection, closed with its reason (idle, shutting down, 1013 when the server is full), and
+  closing never waits on a running step;
+- the gate of ``agentgym serve`` (:mod:`agentgym.gate`): a key off loopback (Bearer, or the URL's
+  password for openenv-core's client), the ``Host`` and ``Origin`` checks on HTTP and WebSocket
+  alike, JSON bodies of at most 8 MiB (WebSocket messages too);
+- a client's mistake over HTTP (an unknown task, a stateless ``/step``) is a 400 with one line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import functools
 import json
 import signal
@@ -31,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openenv.core.env_server.http_server import HTTPEnvServer
+import uvicorn
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import (
     Action,
@@ -39,15 +42,24 @@ from openenv.core.env_server.types import (
     EnvironmentMetadata,
     Observation,
     State,
-    WSErrorCode,
-    WSErrorResponse,
 )
 from pydantic import Field
 
 from agentgym.env import NoExpert
+from agentgym.gate import MAX_BODY_BYTES, BodyLimit, Gate
+from agentgym.hosts import allowed_hosts, check_exposure
+from agentgym.integrations.openenv.sessions import ClosableSockets, SessionServer
 from agentgym.task import Task, tasks_from_client
 
 RESET_KEYS = ("task", "seed", "episode_id")
+KEY_HINT = (
+    ", or as the password of the URL (http://agentgym:KEY@HOST:PORT) in openenv-core's client"
+)
+
+
+class ClientError(ValueError):
+    """A client's mistake (an unknown task, a bad task object or reset key, a step before any
+    reset): HTTP answers 400 with its one line; a WebSocket session gets it as an error message."""
 
 
 class TextAction(Action):
@@ -109,22 +121,22 @@ class AgentgymEnvironment(Environment):  # type: ignore[misc]
     ) -> TextObservation:
         unknown = sorted(set(kwargs) - set(RESET_KEYS))
         if unknown:
-            raise ValueError(
+            raise ClientError(
                 f"reset got {', '.join(unknown)}; it takes task=TASK_ID (or a task as a JSON "
                 "object), seed=N and episode_id"
             )
         task = kwargs.get("task")
         if task is not None and not isinstance(task, (str, dict)):
-            raise ValueError(f"task must be a task id or a task object, got {type(task).__name__}")
+            raise ClientError(f"task must be a task id or a task object, got {type(task).__name__}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+            raise ClientError(f"seed must be an integer >= 0, got {seed!r}")
         try:
             if isinstance(task, dict):  # a client's task is data: checked here, as data
                 task = _client_task(self.settings.env_id, task)
             with tasks_from_client():
                 obs, info = self._env().reset(seed=seed, options={"task": task})
-        except KeyError as e:  # an unknown task id: say which, as a ValueError's plain text
-            raise ValueError(str(e.args[0]) if e.args else str(e)) from None
+        except KeyError as e:  # an unknown task id: say which, as plain text
+            raise ClientError(str(e.args[0]) if e.args else str(e)) from None
         self.running = True
         self._state = State(
             episode_id=episode_id or str(uuid.uuid4()), step_count=0, task_id=info["task_id"]
@@ -133,7 +145,7 @@ class AgentgymEnvironment(Environment):  # type: ignore[misc]
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
         if not self.running:
-            raise ValueError(
+            raise ClientError(
                 "no episode started yet: send reset (task=TASK_ID or seed=N) first; "
                 "episodes live in WebSocket sessions (/ws), the HTTP /step is stateless"
             )
@@ -176,7 +188,7 @@ class AgentgymEnvironment(Environment):  # type: ignore[misc]
 
 def _client_task(env_id: str, task: dict[str, Any]) -> Task:
     """A task object from a client, validated by the served env as a client's: its fields are
-    data (an env config that names a host path refuses), and a bad one is a plain ValueError."""
+    data (an env config that names a host path refuses), and a bad one is a :class:`ClientError`."""
     from pydantic import ValidationError
 
     from agentgym.registry import spec
@@ -186,7 +198,11 @@ def _client_task(env_id: str, task: dict[str, Any]) -> Task:
             parsed = Task.model_validate(task)
             spec(env_id).load().validate_task(parsed)
         except ValidationError as e:
-            raise ValueError(f"bad task object: {e}") from None
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "task"
+            raise ClientError(f"bad task object: {where}: {first['msg']}") from None
+        except ValueError as e:
+            raise ClientError(f"bad task object: {e}") from None
     return parsed
 
 
@@ -220,78 +236,8 @@ def env_traits(env_id: str, expert: bool = False) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------------- idle sessions close sockets
-class _Connection:
-    """One WebSocket connection; ``close`` makes its next receive a disconnect."""
-
-    def __init__(self) -> None:
-        self.closed = asyncio.Event()
-        self.reason = ""
-
-    def close(self, reason: str) -> None:
-        if not self.closed.is_set():
-            self.reason = reason
-            self.closed.set()
-
-
-_connection: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar(
-    "agentgym_openenv_connection", default=None
-)
-
-
-class _ClosableSockets:
-    """ASGI middleware: every WebSocket gets a :class:`_Connection` the server can close (the
-    session's handler is openenv-core's, waiting on a receive that this middleware ends)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
-            return
-        conn = _Connection()
-        sent_close = False
-
-        async def guarded_send(message: dict) -> None:
-            nonlocal sent_close
-            if sent_close:  # the handler's own close after ours: nothing more to say
-                return
-            sent_close = message["type"] == "websocket.close"
-            try:
-                await send(message)
-            except OSError:  # uvicorn's ClientDisconnected: the client left first
-                if not sent_close:
-                    raise
-
-        async def closable_receive() -> dict:
-            nonlocal sent_close
-            if not conn.closed.is_set():
-                get = asyncio.ensure_future(receive())
-                stop = asyncio.ensure_future(conn.closed.wait())
-                done, _ = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
-                if stop not in done:
-                    stop.cancel()
-                    return get.result()
-                get.cancel()  # closed: a message that came meanwhile is not served
-            if not sent_close:
-                error = WSErrorResponse(
-                    data={"message": conn.reason, "code": WSErrorCode.SESSION_ERROR}
-                )
-                await send({"type": "websocket.send", "text": error.model_dump_json()})
-                await send({"type": "websocket.close", "code": 1000, "reason": conn.reason[:120]})
-                sent_close = True
-            return {"type": "websocket.disconnect", "code": 1000}
-
-        token = _connection.set(conn)
-        try:
-            await self.app(scope, closable_receive, guarded_send)
-        finally:
-            _connection.reset(token)
-
-
-class AgentgymEnvServer(HTTPEnvServer):  # type: ignore[misc]
-    """openenv-core's server, plus: a reaped session's socket closes; shutdown closes all."""
+class AgentgymEnvServer(SessionServer):
+    """openenv-core's server for one agentgym env, with agentgym's session rules."""
 
     def __init__(self, settings: ServeSettings, max_sessions: int, idle_timeout_s: float | None):
         super().__init__(
@@ -303,41 +249,22 @@ class AgentgymEnvServer(HTTPEnvServer):  # type: ignore[misc]
             ),
         )
         self.settings = settings
-        self._connections: dict[str, _Connection] = {}
-        self._closing = ""  # why every session closes (shutdown); empty: idle sessions only
-
-    async def _create_session(self) -> tuple[str, Environment]:
-        session_id, env = await super()._create_session()
-        conn = _connection.get()
-        if conn is not None:
-            self._connections[session_id] = conn
-        return session_id, env
-
-    async def _destroy_session(self, session_id: str) -> None:
-        conn = self._connections.pop(session_id, None)
-        if conn is not None:  # first, so the session serves no message after this
-            # (the reaper's call; the handler's own, on its way out, finds nothing left to close)
-            conn.close(self._closing or self._idle_reason())
-        await super()._destroy_session(session_id)
-
-    def _idle_reason(self) -> str:
-        idle = self._session_idle_timeout_s
-        return f"session closed: idle for more than {idle:g} s; connect again"
-
-    async def close_all(self) -> int:
-        """Close every session still open (at shutdown); returns how many there were."""
-        self._closing = "session closed: the server is shutting down"
-        ids = list(self._sessions)
-        for session_id in ids:
-            await self._destroy_session(session_id)
-        return len(ids)
 
 
 def create_app(
-    settings: ServeSettings, max_sessions: int = 64, idle_timeout_s: float | None = 600.0
+    settings: ServeSettings,
+    max_sessions: int = 64,
+    idle_timeout_s: float | None = 600.0,
+    api_key: str | None = None,
+    hosts: set[str] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Any:
-    """The ASGI app: openenv-core's routes for ``settings.env_id``, plus ``GET /agentgym``."""
-    from fastapi import FastAPI
+    """The ASGI app: openenv-core's routes for ``settings.env_id``, plus ``GET /agentgym``,
+    behind the gate (:mod:`agentgym.gate`): ``hosts`` the ``Host`` names answered (None: any),
+    ``api_key`` the key every request and WebSocket must carry (None: none), JSON bodies of at
+    most ``max_body_bytes``. Its ``env_server`` attribute is the session server."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
 
     app = FastAPI(title=f"agentgym {settings.env_id} (OpenEnv)", version=_version())
     server = AgentgymEnvServer(settings, max_sessions, idle_timeout_s)
@@ -348,13 +275,56 @@ def create_app(
     def agentgym_traits() -> dict[str, Any]:
         return traits
 
+    @app.exception_handler(ClientError)
+    async def _client_error(_: Request, exc: ClientError) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
     async def close_sessions() -> None:
         await server.close_all()
         print("agentgym env serve: stopped, every session closed", file=sys.stderr, flush=True)
 
     app.router.on_shutdown.append(close_sessions)
-    app.state.env_server = server
-    return _ClosableSockets(app)
+    body_checked = BodyLimit(ClosableSockets(app), max_body_bytes, json_only=True)
+    gate = Gate(body_checked, api_key, hosts, key_hint=KEY_HINT)
+    gate.env_server = server  # type: ignore[attr-defined]
+    return gate
+
+
+class _Server(uvicorn.Server):  # type: ignore[misc]
+    """uvicorn's server; at shutdown every session is closed before uvicorn waits for the
+    connections (a handler waiting on a step would hold it); ``on_ready`` gets the URL."""
+
+    def __init__(self, config: Any, on_ready: Callable[[str], None] | None = None) -> None:
+        super().__init__(config)
+        self.on_ready = on_ready
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.on_ready is not None and self.servers:
+            self.on_ready(bound_url(self))
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        await self.config.app.env_server.close_all()
+        await super().shutdown(sockets)
+
+
+def bound_url(server: Any) -> str:
+    """``http://HOST:PORT`` of a started uvicorn server."""
+    bound = server.servers[0].sockets[0].getsockname()
+    host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    return f"http://{host}:{bound[1]}"
+
+
+def _config(app: Any, host: str, port: int) -> Any:
+    """uvicorn's settings: WebSocket messages at most the body limit, as HTTP bodies."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        ws_max_size=MAX_BODY_BYTES,
+    )
 
 
 def serve(
@@ -364,27 +334,19 @@ def serve(
     max_sessions: int = 64,
     idle_timeout_s: float | None = 600.0,
     on_ready: Callable[[str], None] | None = None,
+    api_key: str | None = None,
 ) -> None:
-    """Serve until SIGINT or SIGTERM (then every session is closed and the process exits 0)."""
-    import uvicorn
-
-    app = create_app(settings, max_sessions, idle_timeout_s)
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
-    )
-
-    class Server(uvicorn.Server):  # type: ignore[misc]
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets)
-            if on_ready is not None and self.servers:
-                bound = self.servers[0].sockets[0].getsockname()
-                on_ready(f"http://{bound[0]}:{bound[1]}")
-
+    """Serve until SIGINT or SIGTERM (then every session is closed and the process exits 0),
+    to clients sending ``api_key`` when one is given (required for a ``host`` other machines
+    can reach: :func:`agentgym.hosts.check_exposure`)."""
+    check_exposure(host, api_key)
+    app = create_app(settings, max_sessions, idle_timeout_s, api_key, allowed_hosts(host))
+    server = _Server(_config(app, host, port), on_ready)
     # uvicorn handles SIGINT/SIGTERM (graceful shutdown), then raises the signal again for the
     # handler that was there before it: a no-op one here, so the process exits 0, not -15.
     before = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        Server(config).run()
+        server.run()
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
@@ -400,13 +362,11 @@ class EnvServerThread:
         idle_timeout_s: float | None = 600.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        api_key: str | None = None,
     ) -> None:
-        import uvicorn
-
-        self.app = create_app(settings, max_sessions, idle_timeout_s)
-        self.server = uvicorn.Server(
-            uvicorn.Config(self.app, host=host, port=port, log_level="warning")
-        )
+        check_exposure(host, api_key)
+        self.app = create_app(settings, max_sessions, idle_timeout_s, api_key, allowed_hosts(host))
+        self.server = _Server(_config(self.app, host, port))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30
@@ -414,12 +374,11 @@ class EnvServerThread:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"the env server for {settings.env_id} did not start")
             time.sleep(0.01)
-        bound = self.server.servers[0].sockets[0].getsockname()
-        self.url = f"http://{bound[0]}:{bound[1]}"
+        self.url = bound_url(self.server)
 
     @property
     def env_server(self) -> AgentgymEnvServer:
-        return self.app.app.state.env_server  # type: ignore[no-any-return]
+        return self.app.env_server  # type: ignore[no-any-return]
 
     def stop(self) -> None:
         self.server.should_exit = True

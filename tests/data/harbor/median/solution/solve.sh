@@ -1,0 +1,2 @@
+#!/bin/bash
+cp "$FIXED" /app/stats.py

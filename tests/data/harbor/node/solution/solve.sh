@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && tsc main.ts

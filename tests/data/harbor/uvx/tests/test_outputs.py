@@ -1,0 +1,5 @@
+from pathlib import Path
+
+
+def test_out():
+    assert Path("/app/out.txt").read_text()
