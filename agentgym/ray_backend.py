@@ -1,4 +1,5 @@
-"""Ray for evaluation and training: one way to join or start Ray, and episodes run in Ray actors.
+"""Ray for evaluation and training, all of it: one way to join or start Ray, eval episodes in Ray
+actors, and the trainer's env workers as Ray actors.
 
 ``evaluate(..., backend="ray")`` sends each actor (task, sample, seed) and gets the finished
 :class:`~agentgym.episode.Episode` back; the store, resume, seeds and callbacks stay in the runner,
@@ -8,7 +9,17 @@ sandboxed when ``isolate`` is set), the agent from its spec string, or from a fa
 cloudpickle can send. Each actor runs its own agent: an ``hf:`` spec loads one model per actor, so
 for local models serve one (``agentgym serve``) and evaluate ``openai:`` against it.
 
-Ray is the optional ``ray`` extra and is imported only here, only when asked for.
+The trainer's ``rollout.backend: ray`` steps its envs in :class:`RayEnvPool`, the same pool
+interface as :class:`~agentgym.train.local_pool.LocalEnvPool`: each actor holds a local pool, and
+slot ``i`` lives on actor ``i % num_workers``. One ``step`` call sends every actor its share of the
+actions and waits for all of them, so envs with slow steps (sandboxes, simulators) step in
+parallel while the trainer process keeps the model and does the batched generation.
+``address=None`` starts (or joins) a local Ray instance; ``address="ray://host:10001"`` or
+``"auto"`` joins a cluster.
+
+Ray is the optional ``ray`` extra and is imported only here, only when asked for. This module
+builds on the runner's and the trainer's in-process machinery, which import it only when Ray is
+asked for.
 """
 
 from __future__ import annotations
@@ -19,8 +30,9 @@ from typing import Any
 from agentgym.agent import AgentFactory, agent_factory
 from agentgym.episode import Episode
 from agentgym.extras import refusal
-from agentgym.runner import EpisodeSettings, failed_episode, run_episode
+from agentgym.rollout import EpisodeSettings, failed_episode, run_episode
 from agentgym.task import Task
+from agentgym.train.local_pool import LocalEnvPool, Outcome
 
 
 def init_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
@@ -51,6 +63,7 @@ def _check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
         ) from e
 
 
+# ============================================================================ evaluation
 class EpisodeWorker:
     """The actor body: an env per env id and the agent, built here, never sent."""
 
@@ -123,3 +136,65 @@ class RayBackend:
             for actor in self.actors:
                 self._ray.kill(actor)
             self.actors = []
+
+
+# ============================================================================ training
+class EnvWorker:
+    """The actor body: a local pool for the slots this worker owns. The worker process imports
+    this module to build it, and with it the ``agentgym`` package, which registers the envs."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any]) -> None:
+        self.pool = LocalEnvPool(env_id, env_kwargs)
+
+    def reset(self, jobs: list[tuple[int, Task, int]]) -> list[tuple[int, Outcome]]:
+        return [(slot, self.pool.reset_slot(slot, task, seed)) for slot, task, seed in jobs]
+
+    def step(self, actions: dict[int, str]) -> dict[int, Outcome]:
+        return self.pool.step(actions)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class RayEnvPool:
+    """:class:`~agentgym.train.envpool.EnvPool` over ``num_workers`` Ray actors."""
+
+    def __init__(
+        self,
+        env_id: str,
+        env_kwargs: dict[str, Any] | None = None,
+        num_workers: int = 2,
+        address: str | None = None,
+    ) -> None:
+        if num_workers < 1:
+            raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+        ray = init_ray(address)
+        local = LocalEnvPool(env_id, env_kwargs)  # validates the id; gives prompt and flags
+        self.env_id = env_id
+        self.system_prompt, self.free_text_actions = local.system_prompt, local.free_text_actions
+        actor: Any = ray.remote(num_cpus=0)(EnvWorker)
+        self._ray = ray
+        self.workers: list[Any] = [
+            actor.remote(env_id, dict(env_kwargs or {})) for _ in range(num_workers)
+        ]
+
+    def reset(self, jobs: list[tuple[Task, int]]) -> list[Outcome]:
+        n = len(self.workers)
+        shares = [[(i, t, s) for i, (t, s) in enumerate(jobs) if i % n == k] for k in range(n)]
+        parts = self._ray.get(
+            [w.reset.remote(sh) for w, sh in zip(self.workers, shares, strict=True)]
+        )
+        found = dict(pair for part in parts for pair in part)
+        return [found[i] for i in range(len(jobs))]
+
+    def step(self, actions: dict[int, str]) -> dict[int, Outcome]:
+        n = len(self.workers)
+        shares = [{i: a for i, a in actions.items() if i % n == k} for k in range(n)]
+        calls = [w.step.remote(sh) for w, sh in zip(self.workers, shares, strict=True) if sh]
+        return {slot: out for part in self._ray.get(calls) for slot, out in part.items()}
+
+    def close(self) -> None:
+        self._ray.get([w.close.remote() for w in self.workers])
+        for w in self.workers:
+            self._ray.kill(w)
+        self.workers = []

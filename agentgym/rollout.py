@@ -21,10 +21,12 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym.agent import Action, Agent
+from agentgym.agent import Action, Agent, AgentFactory
 from agentgym.episode import Episode, Usage
+from agentgym.registry import spec
 from agentgym.rewards import RewardError
 from agentgym.task import Task
 
@@ -152,3 +154,66 @@ def rollout(
 def _env_id(env: Any) -> str:
     spec = getattr(env, "spec", None)
     return spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """What every episode of a run shares; plain values, so Ray workers receive them as they are."""
+
+    isolate: str | None = None
+    max_steps: int | None = None
+    time_limit_s: float | None = None
+    env_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # checked, per env id
+
+
+def failed_episode(task: Task, sample: int, error: BaseException) -> Episode:
+    """The record of an episode that could not run (broken env, agent, or worker)."""
+    return Episode(
+        task_id=task.id,
+        env_id=task.env,
+        sample=sample,
+        status="error",
+        error="".join(traceback.format_exception(error)),
+    )
+
+
+def run_episode(
+    envs: dict[str, Any],
+    factory: AgentFactory,
+    task: Task,
+    sample: int,
+    seed: int,
+    settings: EpisodeSettings,
+) -> Episode:
+    """One episode with the env cached in ``envs`` (one per env id); never raises.
+
+    Both backends call this, a worker thread here or a Ray actor elsewhere, so they give the same
+    episodes.
+    """
+    try:
+        if task.env not in envs:
+            options = settings.env_options.get(task.env, {})
+            envs[task.env] = spec(task.env).make(settings.isolate, **options)  # checked once
+        env = envs[task.env]
+        agent: Agent = factory(env)
+    except Exception as e:  # a task naming a broken env is an errored episode, not a crash
+        return failed_episode(task, sample, e)
+    return rollout(
+        env,
+        agent,
+        task,
+        seed=seed,
+        sample=sample,
+        max_steps=settings.max_steps,
+        time_limit_s=settings.time_limit_s,
+        on_abandon=lambda: _discard(envs, task.env),
+    )
+
+
+def _discard(envs: dict[str, Any], env_id: str) -> None:
+    """Forget an env with a call still running in it (the next episode builds a fresh one).
+
+    It is closed in a daemon thread: closing may wait on the very call that hangs.
+    """
+    env = envs.pop(env_id)
+    threading.Thread(target=env.close, name="agentgym-close-abandoned", daemon=True).start()

@@ -16,7 +16,6 @@ import platform
 import subprocess
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,13 +23,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentgym.agent import Agent, AgentFactory, agent_factory
+from agentgym.agent import AgentFactory, agent_factory
 from agentgym.env_options import check_suite_options
 from agentgym.episode import Episode
 from agentgym.extras import explain, missing, refusal
 from agentgym.redact import redact_text
 from agentgym.registry import check_isolate, check_nesting, spec
-from agentgym.rollout import rollout
+from agentgym.rollout import EpisodeSettings, failed_episode, run_episode
 from agentgym.store import Store, StoreError
 from agentgym.task import Task, TaskSuite
 
@@ -284,74 +283,11 @@ def run_checked(
     return RunResult(run_id, store, new, progress)
 
 
-@dataclass(frozen=True)
-class EpisodeSettings:
-    """What every episode of a run shares; plain values, so Ray workers receive them as they are."""
-
-    isolate: str | None = None
-    max_steps: int | None = None
-    time_limit_s: float | None = None
-    env_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # checked, per env id
-
-
-def failed_episode(task: Task, sample: int, error: BaseException) -> Episode:
-    """The record of an episode that could not run (broken env, agent, or worker)."""
-    return Episode(
-        task_id=task.id,
-        env_id=task.env,
-        sample=sample,
-        status="error",
-        error="".join(traceback.format_exception(error)),
-    )
-
-
-def run_episode(
-    envs: dict[str, Any],
-    factory: AgentFactory,
-    task: Task,
-    sample: int,
-    seed: int,
-    settings: EpisodeSettings,
-) -> Episode:
-    """One episode with the env cached in ``envs`` (one per env id); never raises.
-
-    Both backends call this, a worker thread here or a Ray actor elsewhere, so they give the same
-    episodes.
-    """
-    try:
-        if task.env not in envs:
-            options = settings.env_options.get(task.env, {})
-            envs[task.env] = spec(task.env).make(settings.isolate, **options)  # checked once
-        env = envs[task.env]
-        agent: Agent = factory(env)
-    except Exception as e:  # a task naming a broken env is an errored episode, not a crash
-        return failed_episode(task, sample, e)
-    return rollout(
-        env,
-        agent,
-        task,
-        seed=seed,
-        sample=sample,
-        max_steps=settings.max_steps,
-        time_limit_s=settings.time_limit_s,
-        on_abandon=lambda: _discard(envs, task.env),
-    )
-
-
 def check_time_limit(time_limit_s: float | None) -> None:
     """``ValueError`` unless the episode time limit is None or a positive finite number of seconds
     (``inf`` and ``nan`` never fire, ``0`` and negatives end every episode at once)."""
     if time_limit_s is not None and not (math.isfinite(time_limit_s) and time_limit_s > 0):
         raise ValueError(f"--time-limit must be a positive number of seconds, got {time_limit_s}")
-
-
-def _discard(envs: dict[str, Any], env_id: str) -> None:
-    """Forget an env with a call still running in it (the next episode builds a fresh one).
-
-    It is closed in a daemon thread: closing may wait on the very call that hangs.
-    """
-    env = envs.pop(env_id)
-    threading.Thread(target=env.close, name="agentgym-close-abandoned", daemon=True).start()
 
 
 class EpisodeBackend(Protocol):

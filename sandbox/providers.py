@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentgym.plugins import Registry
+from agentgym.plugins import Registry, load_ref
 from agentgym.registry import ISOLATION
 from agentgym.sandbox.config import SandboxConfig
 from agentgym.sandbox.pool import Provider, SandboxPool
@@ -24,6 +24,8 @@ PROVIDERS: Registry[Callable[..., Provider]] = Registry("sandbox provider", ENTR
 """Provider classes by name: the built-ins below, ``register_provider``, and the plug-ins."""
 PROVIDERS.register("docker", "agentgym.sandbox.docker_provider:DockerProvider")
 PROVIDERS.register("local", "agentgym.sandbox.local:LocalProvider")
+ISOLATED_ENV = "agentgym.sandbox.isolated_env:IsolatedEnv"
+"""What ``isolate=NAME`` builds: any env in a sandbox of provider NAME."""
 
 
 def register_provider(name: str, provider: Callable[..., Provider] | str) -> None:
@@ -37,9 +39,8 @@ def isolated(provider: str) -> Callable[[str, dict[str, Any]], Any]:
     """The core's ``isolate=provider``: the env built as an :class:`IsolatedEnv` in ``provider``."""
 
     def make(env_id: str, env_kwargs: dict[str, Any]) -> Any:
-        from agentgym.sandbox.isolated_env import IsolatedEnv  # it imports this module
-
-        return IsolatedEnv(env_id, provider=provider, env_kwargs=env_kwargs)
+        isolated_env: Any = load_ref(ISOLATED_ENV)  # by name: that module builds on this one
+        return isolated_env(env_id, provider=provider, env_kwargs=env_kwargs)
 
     return make
 

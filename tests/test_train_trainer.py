@@ -292,7 +292,7 @@ RUN_IDS = {  # computed before the algorithms had typed views: a rerun resumes t
 def test_run_id_of_an_example_config_is_unchanged(name, monkeypatch):
     from agentgym.train.runlog import config_for_run_id, run_id_for
 
-    monkeypatch.setattr("agentgym.train.policy.default_device", lambda: "cpu")
+    monkeypatch.setattr("agentgym.train.config.default_device", lambda: "cpu")
     cfg = load_config(Path(__file__).parents[1] / "configs" / name)
     assert run_id_for(config_for_run_id(cfg)) == RUN_IDS[name]
     noted = cfg.model_copy(deep=True)

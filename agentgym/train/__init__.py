@@ -28,21 +28,48 @@ Metrics             :class:`~agentgym.train.runlog.RunLog`: console and the stor
 ==================  ============================================================================
 """
 
-from agentgym.train.algorithm import (
-    AlgoOptions,
-    Algorithm,
-    AlgorithmSpec,
-    CreditOptions,
-    get_algorithm,
-    register_algorithm,
-)
-from agentgym.train.batch import Batch, build_batch, token_weights
-from agentgym.train.chat import ChatFormat
-from agentgym.train.config import RolloutConfig, TrainConfig, load_config
-from agentgym.train.credit import CreditContext, get_credit, reads, register_credit
-from agentgym.train.episode import TokenEpisode, Turn
-from agentgym.train.rollout import Job, collect
-from agentgym.train.trainer import Trainer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentgym.train.algorithm import (
+        AlgoOptions,
+        Algorithm,
+        AlgorithmSpec,
+        CreditOptions,
+        get_algorithm,
+        register_algorithm,
+    )
+    from agentgym.train.batch import Batch, build_batch, token_weights
+    from agentgym.train.chat import ChatFormat
+    from agentgym.train.config import RolloutConfig, TrainConfig, load_config
+    from agentgym.train.credit import CreditContext, get_credit, reads, register_credit
+    from agentgym.train.episode import TokenEpisode, Turn
+    from agentgym.train.rollout import Job, collect
+    from agentgym.train.trainer import Trainer
+
+_HOMES = {
+    "algorithm": (
+        "AlgoOptions",
+        "Algorithm",
+        "AlgorithmSpec",
+        "CreditOptions",
+        "get_algorithm",
+        "register_algorithm",
+    ),
+    "batch": ("Batch", "build_batch", "token_weights"),
+    "chat": ("ChatFormat",),
+    "config": ("RolloutConfig", "TrainConfig", "load_config"),
+    "credit": ("CreditContext", "get_credit", "reads", "register_credit"),
+    "episode": ("TokenEpisode", "Turn"),
+    "rollout": ("Job", "collect"),
+    "trainer": ("Trainer",),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+"""Where each public name lives: imported on first use, so that importing one module of the
+trainer (its config, say) loads neither torch nor the rest."""
 
 __all__ = [
     "AlgoOptions",
@@ -68,3 +95,15 @@ __all__ = [
     "register_credit",
     "token_weights",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,15 +1,18 @@
 """Algorithms as plug-ins: what the trainer asks of one, and the registry ``algo.name`` reads.
 
-A new algorithm is one module that defines a class meeting :class:`Algorithm` and registers it
-with :func:`register_algorithm` (in-tree: its module is listed in :func:`_builtins`; elsewhere:
-an ``agentgym.algorithms`` entry point naming its :class:`AlgorithmSpec`). The trainer's loop,
-the config's validation and the checkpoints need nothing else.
+A new algorithm is one module that defines a class meeting :class:`Algorithm` and an
+:class:`AlgorithmSpec` to build it, registered by name (in-tree: a ``"module:attr"`` line below,
+so that registering imports nothing and the config looks an algorithm up without importing the
+others; elsewhere: an ``agentgym.algorithms`` entry point naming its spec, or
+:func:`register_algorithm`). The trainer's loop, the config's validation and the checkpoints need
+nothing else.
 
 The config's ``algo`` section is flat (``algo.clip_high``, ``algo.gamma``, ...): one key per
 setting of any algorithm. Each algorithm declares the ones it reads as an options model
-(:class:`AlgoOptions` or a subclass, ``AlgorithmSpec.options``); the config builds that typed
-view when it loads (``cfg.algo.view``), and a setting the chosen algorithm does not read is an
-error there rather than silently ignored.
+(:class:`AlgoOptions` or a subclass, ``AlgorithmSpec.options``; the built-ins' are in
+:mod:`agentgym.train.options`); the config builds that typed view when it loads
+(``cfg.algo.view``), and a setting the chosen algorithm does not read is an error there rather
+than silently ignored.
 """
 
 from __future__ import annotations
@@ -18,14 +21,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import torch
-from pydantic import BaseModel, ConfigDict
-
 from agentgym.plugins import Registry
-from agentgym.train.batch import Layout, LossAgg
+from agentgym.train.options import AlgoOptions, CreditOptions
+
+__all__ = [
+    "AlgoOptions",
+    "Algorithm",
+    "AlgorithmSpec",
+    "CreditOptions",
+    "algorithm_names",
+    "get_algorithm",
+    "register_algorithm",
+]
 
 if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
     from agentgym.train.batch import Batch
     from agentgym.train.config import TrainConfig
     from agentgym.train.credit import CreditContext
@@ -54,29 +66,6 @@ class Algorithm(Protocol):
         ...
 
 
-class AlgoOptions(BaseModel):
-    """The ``algo.*`` settings the trainer reads for every algorithm: how a batch becomes rows,
-    how they are weighted, how often it is passed over. An algorithm's options model extends it
-    with the fields its own code reads; the values (and their documentation) are those of
-    :class:`~agentgym.train.config.AlgoConfig`, whose defaults these repeat."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    layout: Layout = "episode"
-    loss_agg: LossAgg = "token-mean"
-    epochs: int = 1
-    skip_zero_advantage: bool = True
-
-
-class CreditOptions(AlgoOptions):
-    """An algorithm whose advantages come from a credit function (``algo.credit``, by default
-    the one named like the algorithm). It also accepts the ``algo.*`` fields that function
-    declares (its ``algo_fields`` model, :mod:`agentgym.train.credit`)."""
-
-    credit: str | None = None
-    options: dict[str, Any] = {}
-
-
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """How to build an algorithm, and what the trainer and config must know before building it."""
@@ -94,21 +83,16 @@ class AlgorithmSpec:
     a policy whose model computes them per turn's adapter (``model.policy``)."""
 
 
-def _builtins() -> None:
-    import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
-    import agentgym.train.grpo  # noqa: F401
-    import agentgym.train.ppo  # noqa: F401
-    import agentgym.train.reinforce_pp  # noqa: F401
-    import agentgym.train.sft  # noqa: F401
+_ALGORITHMS: Registry[AlgorithmSpec] = Registry("algorithm", group="agentgym.algorithms")
+_ALGORITHMS.register("gigpo", "agentgym.train.gigpo:SPEC")
+_ALGORITHMS.register("grpo", "agentgym.train.grpo:SPEC")
+_ALGORITHMS.register("ppo", "agentgym.train.ppo:SPEC")
+_ALGORITHMS.register("reinforce_pp", "agentgym.train.reinforce_pp:SPEC")
+_ALGORITHMS.register("sft", "agentgym.train.sft:SPEC")
 
 
-_ALGORITHMS: Registry[AlgorithmSpec] = Registry(
-    "algorithm", group="agentgym.algorithms", builtins=_builtins
-)
-
-
-def register_algorithm(name: str, spec: AlgorithmSpec) -> AlgorithmSpec:
-    """Make ``spec`` available as ``algo.name: name``."""
+def register_algorithm(name: str, spec: AlgorithmSpec | str) -> AlgorithmSpec | str:
+    """Make ``spec`` (or the ``"module:attr"`` naming it) available as ``algo.name: name``."""
     return _ALGORITHMS.register(name, spec)
 
 

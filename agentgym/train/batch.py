@@ -24,15 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Literal
 
 import numpy as np
 import torch
 
 from agentgym.train.episode import TokenEpisode
-
-LossAgg = Literal["token-mean", "sequence-mean", "episode-mean"]
-Layout = Literal["episode", "step"]
+from agentgym.train.options import Layout, LossAgg
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -25,10 +25,18 @@ from pydantic import (
 
 from agentgym.bounded_context import check_notes
 from agentgym.llm.sampling import MaxTokens, SamplingSpec, Temperature
+from agentgym.policies import POLICIES
 from agentgym.train import config_yaml
-from agentgym.train.batch import Layout, LossAgg
+from agentgym.train.algorithm import algorithm_names, get_algorithm
 from agentgym.train.config_errors import one_line
-from agentgym.train.policy import LoraConfig
+from agentgym.train.credit import algo_fields, find_credit, get_credit
+from agentgym.train.options import (
+    BIG,
+    GiGPOFields,
+    GroupBaseline,
+    PolicyGradientOptions,
+    PPOOptions,
+)
 
 HARNESS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "PYTHONPATH")
 """The trainer's variables a harness program gets by default: none holds a key."""
@@ -39,12 +47,26 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every float is finite
 
 
-BIG = 2**31 - 1
-"""Upper bound of counts and sizes: what C and torch take as an int."""
-
-
 PRECISION_DTYPES: dict[str, str] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 """The dtype each ``model.precision`` computes in, as vLLM and the local engine name it."""
+
+
+class LoraConfig(BaseModel):
+    """LoRA adapters through peft (``pip install peft``)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # a misspelt key is an error
+
+    r: int = Field(default=8, ge=1, le=65536)
+    """Adapter rank."""
+    alpha: int = Field(default=16, ge=1, le=2**31 - 1)
+    """Scaling numerator (``alpha / r`` multiplies the adapter output)."""
+    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Dropout on the adapter input (0 keeps rollouts and training deterministic)."""
+    target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    """Module names to adapt (the Llama/Qwen attention projections by default)."""
+    layers: list[Annotated[int, Field(ge=0, le=65536)]] | None = None
+    """Adapt only these decoder layers (peft's ``layers_to_transform``; None: all). Adapting only
+    the top layers also cuts the backward pass to those layers: nothing below needs gradients."""
 
 
 class ModelConfig(_Strict):
@@ -176,8 +198,10 @@ class RolloutConfig(SamplingSpec, _Strict):
         return names
 
 
-class AlgoConfig(_Strict):
-    """The algorithm and its knobs; each field says which algorithms read it.
+class AlgoConfig(PolicyGradientOptions, PPOOptions, GiGPOFields, GroupBaseline):
+    """The algorithm and its knobs: the union of the options models of the built-in algorithms
+    and credit functions (:mod:`agentgym.train.options`, where each field, its default and its
+    documentation are written once).
 
     The keys stay flat (one section for every algorithm), but each algorithm declares the ones
     it reads (``AlgorithmSpec.options``, plus its credit function's), and it receives only
@@ -185,62 +209,19 @@ class AlgoConfig(_Strict):
     algorithm does not read is an error when the config loads.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=False, validate_assignment=True, allow_inf_nan=False
+    )
 
     name: str = "grpo"
     """A registered algorithm (:func:`agentgym.train.algorithm.register_algorithm`): sft, grpo
     (also Dr.GRPO/DAPO through the fields below), reinforce_pp, gigpo, ppo, or a plug-in's."""
-    credit: str | None = None
-    """Credit function by name (``agentgym.train.credit.register_credit``); default: the
-    algorithm's own (grpo -> "grpo", reinforce_pp -> "reinforce_pp", gigpo -> "gigpo")."""
-    scale: Literal["std", "none"] = "std"
-    """Group advantage: divide by the group's std (GRPO) or not (Dr.GRPO)."""
-    clip_low: float = Field(default=0.2, ge=0.0, lt=1.0)
-    """PPO-style ratio clip below 1 (grpo, gigpo, reinforce_pp, ppo)."""
-    clip_high: float = Field(default=0.2, ge=0.0, le=1e6)
-    """Ratio clip above 1; DAPO's clip-higher uses 0.28."""
-    kl_coef: float = Field(default=0.0, ge=0.0, le=1e6)
-    """Weight of the k3 KL estimate to the starting policy (0 skips the reference model)."""
-    entropy_coef: float = Field(default=0.0, ge=0.0, le=1e6)
-    """Entropy bonus weight."""
-    loss_agg: LossAgg = "token-mean"
-    """token-mean (DAPO, Dr.GRPO), sequence-mean (GRPO paper), episode-mean."""
-    layout: Layout = "episode"
-    """Rows per whole episode, or one row per step (same loss, different memory/compute)."""
-    epochs: int = Field(default=1, ge=1, le=BIG)
-    """Optimisation passes over each rollout batch (ratio clipping matters from the second)."""
-    gamma: float = Field(default=0.95, ge=0.0, le=1.0)
-    """Discount over turns (gigpo step returns, ppo GAE)."""
-    lam: float = Field(default=0.95, ge=0.0, le=1.0)
-    """GAE lambda (ppo)."""
-    omega: float = Field(default=1.0, ge=0.0, le=1e6)
-    """Weight of GiGPO's step advantage."""
-    anchor: Literal["exact", "similarity"] = "exact"
-    """GiGPO anchor key: identical observations, or similar ones (``anchor_threshold``)."""
-    anchor_threshold: float = Field(default=0.9, ge=0.0, le=1.0)
-    """difflib ratio at which two observations share a GiGPO anchor."""
-    group_baseline: bool = True
-    """REINFORCE++: subtract the group mean before whitening over the batch."""
-    vf_coef: float = Field(default=0.5, ge=0.0, le=1e6)
-    """Value loss weight (ppo)."""
-    loss_logits_only: bool = True
-    """grpo/reinforce_pp/gigpo: run the LM head only at positions that carry loss (same values;
-    skips the vocabulary-sized logits of prompt and observation tokens)."""
-    skip_zero_advantage: bool = True
-    """grpo/reinforce_pp/gigpo: leave out of the update the rows whose every loss token has
-    advantage 0 (groups that tied); exact when kl_coef and entropy_coef are 0, since such rows
-    then have zero gradient (their tokens still count in the token-mean's denominator)."""
-    options: dict[str, Any] = {}
-    """Settings of the credit function (e.g. InfoPO's beta and tau), checked when the config
-    loads against the model the function declares (:mod:`agentgym.train.credit`)."""
     _credit_options: Any = PrivateAttr(default=None)
     _view: Any = PrivateAttr(default=None)
 
     @field_validator("name")
     @classmethod
     def _registered(cls, name: str) -> str:
-        from agentgym.train.algorithm import get_algorithm
-
         try:
             get_algorithm(name)
         except KeyError as e:
@@ -251,9 +232,6 @@ class AlgoConfig(_Strict):
     def _typed(self) -> AlgoConfig:
         """The chosen algorithm's view of this section, after checking that every setting is
         one it (or its credit function) reads, and its credit function's ``options``."""
-        from agentgym.train.algorithm import get_algorithm
-        from agentgym.train.credit import algo_fields, find_credit, get_credit
-
         options = get_algorithm(self.name).options
         fn = None
         if "credit" in options.model_fields:
@@ -371,8 +349,6 @@ class TrainConfig(_Strict):
 
     @model_validator(mode="after")
     def _resolve_auto(self) -> TrainConfig:
-        from agentgym.train.policy import default_device, default_precision
-
         if self.model.device == "auto":
             self.model.device = default_device()
         if self.model.precision == "auto":
@@ -404,11 +380,8 @@ class TrainConfig(_Strict):
     def _policy_fits(self) -> TrainConfig:
         if self.model.policy is None:
             return self
-        from agentgym.train.algorithm import algorithm_names, get_algorithm
-        from agentgym.train.policy import get_policy
-
         try:
-            options = getattr(get_policy(self.model.policy), "options", None)
+            options = getattr(POLICIES.get(self.model.policy), "options", None)
         except KeyError as e:
             raise ValueError(e.args[0]) from None
         if options is not None:  # the policy's settings, checked before anything loads
@@ -435,6 +408,18 @@ class TrainConfig(_Strict):
                 "rollout.engine vllm does not do: use rollout.engine local"
             )
         return self
+
+
+def default_device() -> str:
+    """``cuda`` when a GPU is present, else ``cpu`` (``model.device: auto``)."""
+    import torch  # here, not at the top: loading a config needs no torch until it says auto
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_precision(device: str) -> str:
+    """bf16 autocast on a CUDA device, fp32 elsewhere (``model.precision: auto``)."""
+    return "bf16" if device.startswith("cuda") else "fp32"
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:

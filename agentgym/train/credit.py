@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
 
 from agentgym.plugins import Registry
-from agentgym.train.config import AlgoConfig
 from agentgym.train.episode import TokenEpisode
+
+if TYPE_CHECKING:
+    from agentgym.train.config import AlgoConfig
 
 
 @dataclass
@@ -65,17 +67,14 @@ def algo_fields(fn: CreditFn | None) -> list[str]:
     return list(model.model_fields) if model is not None else []
 
 
-def _builtins() -> None:
-    import agentgym.train.gigpo  # noqa: F401  (built-ins register on import)
-    import agentgym.train.grpo  # noqa: F401
-    import agentgym.train.reinforce_pp  # noqa: F401
+_CREDITS: Registry[CreditFn] = Registry("credit function", "agentgym.credits")
+_CREDITS.register("gigpo", "agentgym.train.gigpo:gigpo_credit")  # built-ins: imported on first use
+_CREDITS.register("grpo", "agentgym.train.grpo:grpo_credit")
+_CREDITS.register("reinforce_pp", "agentgym.train.reinforce_pp:reinforce_pp_credit")
 
 
-_CREDITS: Registry[CreditFn] = Registry("credit function", "agentgym.credits", _builtins)
-
-
-def register_credit(name: str, fn: CreditFn) -> CreditFn:
-    """Make ``fn`` available as ``algo.credit: name``."""
+def register_credit(name: str, fn: CreditFn | str) -> CreditFn | str:
+    """Make ``fn`` (or the ``"module:attr"`` naming it) available as ``algo.credit: name``."""
     return _CREDITS.register(name, fn)
 
 

@@ -11,7 +11,6 @@ group and added, times ``omega``, to the episode advantage. The key function is 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
@@ -21,26 +20,16 @@ from agentgym.train.advantages import (
     gigpo_advantages,
     similarity_anchor,
 )
-from agentgym.train.algorithm import register_algorithm
 from agentgym.train.batch import turn_to_tokens
 from agentgym.train.credit import (
     CreditContext,
     CreditFn,
     episode_arrays,
     reads,
-    register_credit,
 )
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import POLICY_GRADIENT, GroupScale
-
-
-class GiGPOFields(GroupScale):
-    """The ``algo.*`` fields the GiGPO credit reads."""
-
-    gamma: float = 0.95
-    omega: float = 1.0
-    anchor: Literal["exact", "similarity"] = "exact"
-    anchor_threshold: float = 0.9
+from agentgym.train.grpo import POLICY_GRADIENT
+from agentgym.train.options import GiGPOFields
 
 
 def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
@@ -68,5 +57,7 @@ def gigpo_credit_with(anchor: AnchorFn | None = None) -> CreditFn:
     return reads(GiGPOFields)(credit)
 
 
-register_credit("gigpo", gigpo_credit_with())
-register_algorithm("gigpo", POLICY_GRADIENT)
+gigpo_credit = gigpo_credit_with()
+"""GiGPO's credit (``algo.credit: gigpo``), anchors from ``algo.anchor``."""
+SPEC = POLICY_GRADIENT
+"""GiGPO: the clipped loss of GRPO, with GiGPO's credit."""

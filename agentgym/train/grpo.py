@@ -9,19 +9,13 @@ function (``algo.credit``): REINFORCE++ and GiGPO differ from GRPO only in their
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel
 
 from agentgym.train.advantages import group_advantages
-from agentgym.train.algorithm import (
-    AlgoOptions,
-    AlgorithmSpec,
-    CreditOptions,
-    register_algorithm,
-)
+from agentgym.train.algorithm import AlgorithmSpec
 from agentgym.train.batch import Batch
 from agentgym.train.config import TrainConfig
 from agentgym.train.credit import (
@@ -31,20 +25,14 @@ from agentgym.train.credit import (
     episode_arrays,
     get_credit,
     reads,
-    register_credit,
 )
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.losses import clipped_policy_loss, kl_k3, weighted
+from agentgym.train.options import ClippedLoss, GroupScale, PolicyGradientOptions
 from agentgym.train.policy import Reference, token_logprobs
 
 
 # ============================================================================ credit
-class GroupScale(BaseModel):
-    """The ``algo.*`` field a group-normalised credit reads (GRPO's, InfoPO's)."""
-
-    scale: Literal["std", "none"] = "std"
-
-
 @reads(GroupScale)
 def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np.ndarray]:
     """Every sampled token of an episode gets its group-normalised return."""
@@ -52,26 +40,7 @@ def grpo_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) -> list[np
     return broadcast(episodes, group_advantages(rewards, groups, valid, ctx.algo.scale))
 
 
-register_credit("grpo", grpo_credit)
-
-
 # ============================================================================ loss
-class ClippedLoss(AlgoOptions):
-    """The ``algo.*`` fields of the clipped policy loss (:meth:`PolicyGradient.policy_terms`)."""
-
-    clip_low: float = 0.2
-    clip_high: float = 0.2
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.0
-
-
-class PolicyGradientOptions(ClippedLoss, CreditOptions):
-    """What GRPO, REINFORCE++ and GiGPO read: the clipped loss, the credit function, and
-    whether the LM head runs only where the loss is."""
-
-    loss_logits_only: bool = True
-
-
 class PolicyGradient:
     """Clipped policy-gradient loss over token advantages; GRPO, REINFORCE++ and GiGPO use it."""
 
@@ -144,6 +113,6 @@ def policy_gradient(model: Any, cfg: TrainConfig) -> PolicyGradient:
 
 
 POLICY_GRADIENT = AlgorithmSpec(policy_gradient, PolicyGradientOptions, logprobs_only=True)
-"""The spec GRPO, REINFORCE++ and GiGPO register: one loss, their own credit functions."""
-
-register_algorithm("grpo", POLICY_GRADIENT)
+"""The spec of GRPO, REINFORCE++ and GiGPO: one loss, their own credit functions."""
+SPEC = POLICY_GRADIENT
+"""GRPO (``algo.name: grpo``, registered in :mod:`agentgym.train.algorithm`)."""

@@ -15,34 +15,15 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
 from agentgym.policies import POLICIES
 from agentgym.train.batch import Batch
+from agentgym.train.config import LoraConfig
 from agentgym.train.episode import TokenEpisode
-
-
-class LoraConfig(BaseModel):
-    """LoRA adapters through peft (``pip install peft``)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # a misspelt key is an error
-
-    r: int = Field(default=8, ge=1, le=65536)
-    """Adapter rank."""
-    alpha: int = Field(default=16, ge=1, le=2**31 - 1)
-    """Scaling numerator (``alpha / r`` multiplies the adapter output)."""
-    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    """Dropout on the adapter input (0 keeps rollouts and training deterministic)."""
-    target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
-    """Module names to adapt (the Llama/Qwen attention projections by default)."""
-    layers: list[Annotated[int, Field(ge=0, le=65536)]] | None = None
-    """Adapt only these decoder layers (peft's ``layers_to_transform``; None: all). Adapting only
-    the top layers also cuts the backward pass to those layers: nothing below needs gradients."""
-
 
 CHECKPOINT_FILES = ("config.json", "adapter_config.json")
 
@@ -65,16 +46,6 @@ def resolve_checkpoint(path: str | Path, files: tuple[str, ...] = CHECKPOINT_FIL
             f"no checkpoint at {name}; make one with `agentgym model init {name}` or use hf:smollm2"
         )
     return str(folder.resolve())
-
-
-def default_device() -> str:
-    """``cuda`` when a GPU is present, else ``cpu`` (``model.device: auto``)."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def default_precision(device: str) -> str:
-    """bf16 autocast on a CUDA device, fp32 elsewhere (``model.precision: auto``)."""
-    return "bf16" if device.startswith("cuda") else "fp32"
 
 
 def load_model(

@@ -15,12 +15,13 @@ import numpy as np
 import torch
 
 from agentgym.train.advantages import turn_gae, whiten
-from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
+from agentgym.train.algorithm import AlgorithmSpec
 from agentgym.train.batch import Batch, build_batch, turn_to_tokens
 from agentgym.train.credit import CreditContext
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import ClippedLoss, PolicyGradient
+from agentgym.train.grpo import PolicyGradient
 from agentgym.train.losses import weighted
+from agentgym.train.options import PPOOptions
 from agentgym.train.policy import forward, logprobs_from_logits
 
 
@@ -44,15 +45,6 @@ def hidden_size(model: Any) -> int:
 
 
 # ============================================================================ PPO
-class PPOOptions(ClippedLoss):
-    """What PPO reads: the clipped loss, GAE's discount and lambda, the value loss weight (no
-    credit function: its advantages come from its value head)."""
-
-    gamma: float = 0.95
-    lam: float = 0.95
-    vf_coef: float = 0.5
-
-
 class PPO(PolicyGradient):
     """Clipped policy loss with GAE advantages plus ``vf_coef`` times the value loss."""
 
@@ -123,4 +115,5 @@ def _at_value_positions(ep: TokenEpisode, per_turn: np.ndarray) -> np.ndarray:
     return out
 
 
-register_algorithm("ppo", AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo.view), PPOOptions))
+SPEC = AlgorithmSpec(lambda model, cfg: PPO(model, cfg.algo.view), PPOOptions)
+"""PPO (``algo.name: ppo``)."""

@@ -10,25 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel
 
 from agentgym.train.advantages import reinforce_pp_advantages
-from agentgym.train.algorithm import register_algorithm
 from agentgym.train.credit import (
     CreditContext,
     broadcast,
     episode_arrays,
     reads,
-    register_credit,
 )
 from agentgym.train.episode import TokenEpisode
 from agentgym.train.grpo import POLICY_GRADIENT
-
-
-class GroupBaseline(BaseModel):
-    """The ``algo.*`` field the REINFORCE++ credit reads."""
-
-    group_baseline: bool = True
+from agentgym.train.options import GroupBaseline
 
 
 @reads(GroupBaseline)
@@ -39,5 +31,5 @@ def reinforce_pp_credit(episodes: Sequence[TokenEpisode], ctx: CreditContext) ->
     return broadcast(episodes, adv)
 
 
-register_credit("reinforce_pp", reinforce_pp_credit)
-register_algorithm("reinforce_pp", POLICY_GRADIENT)
+SPEC = POLICY_GRADIENT
+"""REINFORCE++: the clipped loss of GRPO, with REINFORCE++'s credit."""

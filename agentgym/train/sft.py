@@ -21,7 +21,7 @@ from agentgym.agent import ExpertAgent
 from agentgym.episode import Episode
 from agentgym.rollout import rollout
 from agentgym.task import Task
-from agentgym.train.algorithm import AlgorithmSpec, register_algorithm
+from agentgym.train.algorithm import AlgorithmSpec
 from agentgym.train.batch import Batch
 from agentgym.train.chat import ChatFormat
 from agentgym.train.episode import TokenEpisode, Turn
@@ -184,10 +184,8 @@ class SFT:
         return nll + self.context_weight * context, metrics
 
 
-register_algorithm(
-    "sft",
-    AlgorithmSpec(
-        lambda model, cfg: SFT(model, cfg.sft.context_weight, cfg.sft.frozen_cache_gb),
-        rollouts=False,
-    ),
+SPEC = AlgorithmSpec(
+    lambda model, cfg: SFT(model, cfg.sft.context_weight, cfg.sft.frozen_cache_gb),
+    rollouts=False,
 )
+"""SFT (``algo.name: sft``): trains on ``sft.data``, not on rollouts."""

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentgym.train.advantages import group_advantages
 from agentgym.train.credit import CreditContext, episode_arrays, register_credit
 from agentgym.train.episode import TokenEpisode
-from agentgym.train.grpo import GroupScale
+from agentgym.train.options import GroupScale
 
 PLACEHOLDER = "No information found."
 
