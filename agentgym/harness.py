@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym.episode import Episode, Step
+from agentgym.traits import traits
 
 ENV_VAR = "AGENTGYM_EPISODE"
 
@@ -49,7 +50,7 @@ class HarnessEpisode:
         self.max_turns: int = int(spec["max_turns"])
         self.task = Task.model_validate(spec["task"])
         self.env: Any = make(spec["env_id"], **spec.get("env_kwargs", {}))
-        self.system_prompt: str = str(getattr(self.env.unwrapped, "system_prompt", ""))
+        self.system_prompt: str = traits(self.env).system_prompt
         self.record = Episode(
             task_id=self.task.id,
             env_id=spec["env_id"],

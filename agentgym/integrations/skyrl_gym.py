@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentgym.env import ResetNeeded, StepResult, TextEnv
 from agentgym.extras import require
 from agentgym.task import Task, write_manifest, write_tasks
+from agentgym.traits import traits
 
 NAMESPACE = "skyrl"
 SKYRL_ID = "agentgym"
@@ -153,7 +154,7 @@ def _build_skyrl_class(base: type) -> type:
         def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
             """SkyRL's dataset prompt is ignored: the episode's prompt is the env's own."""
             obs, info = self.env.reset(seed=self.seed, options={"task": self.task})
-            system = getattr(self.env.unwrapped, "system_prompt", "")
+            system = traits(self.env).system_prompt
             head = [{"role": "system", "content": system}] if system else []
             return head + [{"role": "user", "content": obs}], {"task_id": info["task_id"]}
 
