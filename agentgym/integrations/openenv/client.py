@@ -1,8 +1,9 @@
 """Any OpenEnv server as an agentgym env: the env id ``openenv:http://HOST:PORT``.
 
 The registry resolves the ``openenv`` scheme here (:func:`remote_spec`): the server's ``/schema``
-says how to send a text action, and an agentgym server's ``GET /agentgym`` gives the system prompt
-and action style that chat agents and the trainer read off an env class. Each env instance is one
+says how to send a text action, and an agentgym server's ``GET /agentgym`` gives the env's traits
+(system prompt, action style, token budget: what chat agents and the trainer read off an env
+class) and its demonstration turns, so a chat agent prompts an ``openenv:`` env as the local one. Each env instance is one
 session (one WebSocket) through openenv-core's own ``GenericEnvClient``.
 
 Observations: from an agentgym server, its text and info as they are; from any other OpenEnv
@@ -21,6 +22,7 @@ import gymnasium
 from agentgym.env import NoExpert, ResetNeeded
 from agentgym.spaces import UnicodeText
 from agentgym.task import Task
+from agentgym.traits import EnvTraits
 
 SCHEME = "openenv"
 OPENENV_FIELDS = ("done", "reward", "metadata")  # every OpenEnv observation has these
@@ -40,11 +42,15 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
     """The server is ``agentgym env serve`` (observations carry text and info)."""
     action_field: ClassVar[str | None] = "message"
     """The action's one required text field; None: the action is sent as a JSON object."""
-    system_prompt: ClassVar[str] = ""
-    free_text_actions: ClassVar[bool] = False
-    one_line_actions: ClassVar[bool] = False
-    action_max_tokens: ClassVar[int] = 256
-    default_suite: ClassVar[str | None] = None
+    system_prompt: ClassVar[str]
+    free_text_actions: ClassVar[bool]
+    one_line_actions: ClassVar[bool]
+    action_max_tokens: ClassVar[int]
+    default_suite: ClassVar[str | None]
+    demo_suite: ClassVar[str | None]
+    """The served env's traits (:class:`~agentgym.traits.EnvTraits`), set by :func:`remote_spec`."""
+    demonstration_turns: ClassVar[tuple[dict[str, Any], ...]] = ()
+    """The served env's ``demonstration()`` messages, as ``GET /agentgym`` sends them."""
 
     def __init__(
         self,
@@ -157,6 +163,11 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
         self.last_observation = text
         return text, info, terminated, truncated
 
+    def demonstration(self, turns: int = 2) -> list[dict[str, Any]]:
+        """The served env's demonstration (its first ``turns`` exchanges), as a local env of its
+        type gives it: chat agents open with the same turns on either."""
+        return [dict(m) for m in self.demonstration_turns[: 2 * turns]]
+
     def expert_action(self) -> str:
         """The server's expert, where it serves one (``agentgym env serve --expert``)."""
         if self.expert is None:
@@ -191,7 +202,7 @@ def remote_spec(env_id: str) -> Any:
         answer = httpx.get(f"{url}/agentgym", timeout=10)
     except httpx.HTTPError as e:
         raise ValueError(f"{env_id}: no OpenEnv server answers at {url} ({e})") from None
-    traits = answer.json() if answer.status_code == 200 else {}
+    served = answer.json() if answer.status_code == 200 else {}
     action = schema.get("action") or {}
     required = [k for k in action.get("required", []) if k != "metadata"]
     text_field = (
@@ -203,23 +214,20 @@ def remote_spec(env_id: str) -> Any:
     attrs: dict[str, Any] = {
         "url": url,
         "env_id": env_id,
-        "agentgym_server": bool(traits),
+        "agentgym_server": bool(served),
         "action_field": text_field,
-        "__doc__": traits.get("description") or f"The OpenEnv server at {url}.",
+        "__doc__": served.get("description") or f"The OpenEnv server at {url}.",
+        "demonstration_turns": tuple(dict(m) for m in served.get("demonstration") or ()),
     }
-    if traits:
-        attrs.update(
-            system_prompt=traits.get("system_prompt", ""),
-            free_text_actions=bool(traits.get("free_text_actions")),
-            one_line_actions=bool(traits.get("one_line_actions")),
-            action_max_tokens=int(traits.get("action_max_tokens", 256)),
-            default_suite=traits.get("default_suite"),
+    env_traits = EnvTraits.model_validate(served)  # another OpenEnv server: the defaults
+    if not served and text_field is None:
+        env_traits = env_traits.model_copy(
+            update={
+                "system_prompt": "Answer with one JSON object, the action, as this schema "
+                "describes:\n" + json.dumps(action, sort_keys=True)
+            }
         )
-    elif text_field is None:
-        attrs["system_prompt"] = (
-            "Answer with one JSON object, the action, as this schema describes:\n"
-            + json.dumps(action, sort_keys=True)
-        )
+    attrs.update(env_traits.model_dump())
     cls = type("OpenEnvEnv", (OpenEnvEnv,), attrs)
-    description = f"{traits['env_id']} served at {url}" if traits else f"OpenEnv server at {url}"
+    description = f"{served['env_id']} served at {url}" if served else f"OpenEnv server at {url}"
     return EnvSpec(env_id, f"{__name__}:OpenEnvEnv", {}, description, target=cls)
