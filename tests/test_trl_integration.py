@@ -147,3 +147,71 @@ def test_rewards_equal_agentgyms_own_evaluation_of_the_episodes(two_steps):
             assert float(batch["rewards"][row, 0]) == pytest.approx(local.reward)
             if ep.done and local.status == "completed":
                 assert (local.success, local.score) == (ep.success, ep.score)
+
+
+def _one_step(model_path, tokenizer, env_id, out, temperature=1.0):
+    """A one-step GRPOTrainer of ``model_path`` on ``env_id`` (2 tasks, 2 samples, 3 turns)."""
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import GRPOConfig
+
+    from agentgym.integrations.trl import grpo_trainer
+
+    torch.manual_seed(0)
+    args = GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_steps=1,
+        max_completion_length=200,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+        temperature=temperature,
+    )
+    return grpo_trainer(
+        str(model_path), env_id, args, limit=2, max_turns=3, processing_class=tokenizer
+    )
+
+
+def test_actions_are_sampled_by_the_envs_stop_and_prompted_as_the_chat_agent(tiny_model, tmp_path):
+    """Clarify's actions are one line: every sampled span ends with the token that completes the
+    newline (or at EOS or the budget), nothing past it is trained on, the action is the text
+    before it; the prompt opens with Clarify's system prompt and demonstration, as in eval."""
+    from transformers import AutoTokenizer
+
+    from agentgym.chat_agent import ChatAgent
+
+    env_id = "agentgym/Clarify-v0"
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    trainer = _one_step(tiny_model, tokenizer, env_id, tmp_path, temperature=0.05)  # near greedy:
+    trainer.train()  # the tiny model then writes newlines (what a stop must cut)
+    episodes = trainer.rollout_func.episodes
+    chat = ChatFormat(tokenizer)
+    env = agentgym.make(env_id)
+    cut = 0
+    for ep in episodes:
+        obs, _ = env.reset(seed=ep.seed, options={"task": ep.task_id})
+        assert ep.prompt_ids == chat.render(ChatAgent(None, env).opening(obs))
+        assert ep.record.steps and [s.action for s in ep.record.steps] == ep.actions
+        for (start, end), action in zip(ep.sampled, ep.actions, strict=True):
+            before_last = tokenizer.decode(ep.completion_ids[start : end - 1])
+            assert "\n" not in before_last  # the stop ends the span: nothing trained past it
+            text = tokenizer.decode(ep.completion_ids[start:end], skip_special_tokens=True)
+            if "\n" in text:
+                cut += 1
+                assert action in text.split("\n", 1)[0]  # the action ends at the stop
+    assert cut, "no sampled action reached the newline: the stop was never exercised"
+
+
+def test_a_chat_template_that_rewrites_history_is_refused_with_the_reason(tiny_model, tmp_path):
+    from chat_templates import save_templated
+    from transformers import AutoTokenizer
+
+    path = save_templated(tiny_model, "qwen3", tmp_path / "qwen3")
+    trainer = _one_step(path, AutoTokenizer.from_pretrained(path), "agentgym/Clarify-v0", tmp_path)
+    with pytest.raises(ValueError, match="rewrites history.*one row per prompt"):
+        trainer.train()

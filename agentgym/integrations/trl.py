@@ -6,10 +6,13 @@ actions, which any chat model writes. So this adapter uses ``rollout_func`` (TRL
 custom multi-turn rollouts, as its OpenEnv examples do): per call it plays one whole episode per
 prompt and returns
 
-- ``prompt_ids``: the first prompt (the env's system prompt and first observation, in the
-  tokenizer's chat template);
+- ``prompt_ids``: the first prompt, the chat ``agentgym eval``'s chat agent opens the episode
+  with (the env's system prompt, its demonstration turns, the first observation), in the
+  tokenizer's chat template;
 - ``completion_ids``: every later token of the episode, in order: the tokens the model sampled
-  for each action and, between them, the env's observation turns;
+  for each action (sampled by the env's sampling spec: its token budget, and cut after the
+  token that completes its stop, a newline for one-line actions) and, between them, the env's
+  observation turns;
 - ``env_mask``: 1 on the model's own sampled tokens, 0 on the observation turns (TRL multiplies it
   into the loss mask, so observations are never trained on);
 - ``logprobs``: each token's log-probability under the sampling distribution (0 on env tokens);
@@ -35,34 +38,57 @@ require("agentgym.integrations.trl", "trl", "torch", "transformers", "datasets")
 
 import torch  # noqa: E402
 
-from agentgym.chat_agent import FormatError, parse_action  # noqa: E402
+from agentgym.chat_agent import ChatAgent, FormatError, parse_action  # noqa: E402
+from agentgym.episode import Episode, Usage  # noqa: E402
+from agentgym.llm.engine.request import Generation, finish, make_request  # noqa: E402
 from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make, spec  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
+from agentgym.traits import traits  # noqa: E402
 
 
 @dataclass
 class TrlEpisode:
-    """One episode as TRL trains it, and what agentgym saw of it."""
+    """One episode as TRL trains it, and agentgym's record of it (``record``, written by
+    :meth:`Episode.record_step` as every loop writes its steps)."""
 
-    task_id: str
-    seed: int
+    record: Episode
     prompt_ids: list[int]
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
     sampled: list[tuple[int, int]] = field(default_factory=list)
     """``[start, end)`` of each turn's sampled tokens in ``completion_ids``."""
     done: bool = False
-    success: bool = False
-    score: float = 0.0
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task_id
+
+    @property
+    def seed(self) -> int:
+        return int(self.record.seed or 0)
+
+    @property
+    def actions(self) -> list[str]:
+        return [s.action for s in self.record.steps]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [s.reward for s in self.record.steps]
+
+    @property
+    def success(self) -> bool:
+        return self.record.success
+
+    @property
+    def score(self) -> float:
+        return self.record.score
 
     @property
     def reward(self) -> float:
-        return float(sum(self.rewards))
+        return float(self.record.reward)
 
 
 def task_dataset(suite: str | TaskSuite, limit: int | None = None) -> Any:
@@ -78,6 +104,17 @@ def task_dataset(suite: str | TaskSuite, limit: int | None = None) -> Any:
 def env_reward(completions: list[Any], env_reward: list[float], **_: Any) -> list[float]:
     """The reward function to pass to ``GRPOTrainer``: the env's own episode reward."""
     return [float(r) for r in env_reward]
+
+
+REWRITES_HISTORY = (
+    "the tokenizer's chat template rewrites history (an earlier turn renders differently once "
+    "later turns follow it, as Qwen3's drops a reply's <think> block): an episode is then one "
+    "row per model call, and TRL's rollout_func takes one row per prompt (GRPO groups its "
+    "rewards by row), so one growing row would train on contexts the model never read. Train "
+    "with `agentgym train`, whose rollouts give such templates a row per call, or use a chat "
+    "template that keeps history as it was sampled"
+)
+"""Why :class:`AgentgymRollout` refuses a chat template that rewrites history."""
 
 
 class AgentgymRollout:
@@ -101,12 +138,15 @@ class AgentgymRollout:
     ) -> None:
         self.env_id = env_id
         self.cls = spec(env_id).load()
-        name = suite if suite is not None else getattr(self.cls, "default_suite", None)
+        name = suite if suite is not None else traits(self.cls).default_suite
         if name is None:
             raise ValueError(f"{env_id} has no default suite: pass suite=")
         self.suite = TaskSuite.load(name) if isinstance(name, str) else name
         self.max_turns = max_turns
-        self.max_tokens = SamplingSpec(max_tokens=max_tokens).for_env(self.cls).max_tokens or 0
+        self.sampling = SamplingSpec(max_tokens=max_tokens).for_env(self.cls)
+        """The env's sampling spec, as ``agentgym eval``'s chat agent resolves it: its token
+        budget and its stop (a sampled action is cut at the stop, as every engine cuts it)."""
+        self.max_tokens = self.sampling.max_tokens or 0
         self.env_kwargs = dict(env_kwargs or {})
         self.use_system_prompt = system_prompt
         self.envs: list[Any] = []
@@ -120,6 +160,8 @@ class AgentgymRollout:
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor's tokenizer
         if self.chat is None:
             self.chat = ChatFormat(tokenizer, self.use_system_prompt)
+        if self.chat.rewrites_history:
+            raise ValueError(REWRITES_HISTORY)
         tasks = [self._task(p) for p in prompts]
         step = int(trainer.state.global_step)
         seeds = [_seed(trainer.args.seed, step, t.id, i) for i, t in enumerate(tasks)]
@@ -145,14 +187,16 @@ class AgentgymRollout:
     def play(self, tasks: list[Task], seeds: list[int], trainer: Any) -> list[TrlEpisode]:
         """Play one episode per task with the trainer's model, all in flight together."""
         assert self.chat is not None
-        system = getattr(self.cls, "system_prompt", "")
-        free_text = bool(getattr(self.cls, "free_text_actions", False))
+        free_text = traits(self.cls).free_text_actions
         budget = int(trainer.max_completion_length)
         per_turn = min(self.max_tokens, budget)
         episodes = []
         for i, (task, seed) in enumerate(zip(tasks, seeds, strict=True)):
-            obs, _ = self._env(i).reset(seed=seed, options={"task": task})
-            episodes.append(TrlEpisode(task.id, seed, self.chat.prompt(system, obs)))
+            env = self._env(i)
+            obs, info = env.reset(seed=seed, options={"task": task})
+            record = Episode(task_id=task.id, env_id=self.env_id, seed=seed, first_observation=obs)
+            record.instruction = str(info.get("instruction", ""))
+            episodes.append(TrlEpisode(record, self.chat.render(self._opening(env, obs))))
         for _turn in range(self.max_turns):
             active = [i for i, e in enumerate(episodes) if not e.done]
             active = [i for i in active if budget - len(episodes[i].completion_ids) > 0]
@@ -160,40 +204,44 @@ class AgentgymRollout:
                 break
             room = min(per_turn, *(budget - len(episodes[i].completion_ids) for i in active))
             contexts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in active]
-            for i, (ids, logps) in zip(
-                active, self._generate(contexts, room, trainer), strict=True
-            ):
-                self._act(i, episodes[i], ids, logps, free_text, budget)
+            for i, gen in zip(active, self._generate(contexts, room, trainer), strict=True):
+                self._act(i, episodes[i], gen, free_text, budget)
         for e in episodes:
             e.done = True
         return episodes
+
+    def _opening(self, env: Any, observation: str) -> list[dict[str, Any]]:
+        """The first prompt's chat, as ``agentgym eval``'s chat agent opens the episode: the
+        system prompt (unless turned off), the env's demonstration, the first observation."""
+        assert self.chat is not None
+        messages = ChatAgent(None, env).opening(observation)
+        keep_system = self.chat.use_system_prompt
+        return [m for m in messages if keep_system or m["role"] != "system"]
 
     def _act(
         self,
         slot: int,
         ep: TrlEpisode,
-        ids: list[int],
-        logps: list[float],
+        gen: Generation,
         free_text: bool,
         budget: int,
     ) -> None:
         assert self.chat is not None
+        ids = list(gen.token_ids)
         start = len(ep.completion_ids)
         ep.completion_ids += ids
         ep.env_mask += [1] * len(ids)
-        ep.logprobs += logps
+        ep.logprobs += gen.logprobs
         ep.sampled.append((start, len(ep.completion_ids)))
-        text = self.chat.tokenizer.decode(ids, skip_special_tokens=True)
         try:
-            action = parse_action({"role": "assistant", "content": text}, free_text)
+            action = parse_action({"role": "assistant", "content": gen.text}, free_text)
         except FormatError:
-            action = text  # the env says what is wrong, as agentgym's own trainer does
-        ep.actions.append(action)
+            action = gen.text  # the env says what is wrong, as agentgym's own trainer does
         obs, reward, terminated, truncated, info = self._env(slot).step(action)
-        ep.rewards.append(float(reward))
+        usage = Usage(completion_tokens=len(ids), token_ids=ids, logprobs=list(gen.logprobs))
+        ep.record.record_step(action, obs, float(reward), terminated, truncated, info, usage)
         if terminated or truncated:
-            ep.done, ep.success = True, bool(info.get("success", False))
-            ep.score = float(info.get("score", 0.0))
+            ep.done = True
             return
         turn = self.chat.observation(obs, bool(ids) and ids[-1] == self.chat.eos_id)
         if len(ep.completion_ids) + len(turn) >= budget:
@@ -205,9 +253,10 @@ class AgentgymRollout:
 
     def _generate(
         self, contexts: list[list[int]], max_tokens: int, trainer: Any
-    ) -> list[tuple[list[int], list[float]]]:
+    ) -> list[Generation]:
         """Sample one turn for each context with the trainer's model (as TRL's own transformers
-        path generates); each result is cut after its first EOS, with its logprobs."""
+        path generates); each result is cut as every engine cuts it (:func:`finish`): after its
+        first EOS, or after the token that completes the env's stop, with its logprobs."""
         import copy
 
         from trl.models import unwrap_model_for_generation
@@ -239,14 +288,17 @@ class AgentgymRollout:
         new = out.sequences[:, width:].cpu()
         logps = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
         results = []
-        for row in range(new.size(0)):
+        sampling = self.sampling.for_env(max_tokens=max_tokens)
+        for row, context in enumerate(contexts):
             ids, lps = [], []
             for t, token in enumerate(new[row].tolist()):
                 ids.append(token)
                 lps.append(float(logps[row, t, token]))
                 if token in eos:
                     break
-            results.append((ids, lps))
+            request = make_request(context, sampling, None)
+            request.keep_eos = True
+            results.append(finish(tokenizer, request, ids, lps))
         return results
 
 
