@@ -102,7 +102,8 @@ def test_vf_eval_plays_the_episodes_of_agentgym_eval(model, tmp_path):
 
     def vf_eval() -> Runs:
         command = vf_eval_command(str(BIN / "vf-eval"), SUITE, 1, url, "tiny", str(tmp_path), ENV)
-        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])  # this tree
+        package = ROOT / "environments" / "agentgym_env"  # verifiers' env package, this tree's
+        path = os.pathsep.join([str(ROOT), str(package), os.environ.get("PYTHONPATH", "")])
         env = {**os.environ, "OPENAI_API_KEY": "unused", "PYTHONPATH": path}
         done = subprocess.run(
             command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT
