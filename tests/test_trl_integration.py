@@ -177,10 +177,12 @@ def _one_step(model_path, tokenizer, env_id, out, temperature=1.0):
     )
 
 
-def test_actions_are_sampled_by_the_envs_stop_and_prompted_as_the_chat_agent(tiny_model, tmp_path):
+def test_episodes_play_through_the_chat_agents_loop_by_the_envs_stop(tiny_model, tmp_path):
     """Clarify's actions are one line: every sampled span ends with the token that completes the
-    newline (or at EOS or the budget), nothing past it is trained on, the action is the text
-    before it; the prompt opens with Clarify's system prompt and demonstration, as in eval."""
+    newline (or at EOS or the budget), nothing past it is trained on, no action holds a newline.
+    The episode is the chat agent's: the prompt opens with Clarify's system prompt and
+    demonstration, an empty reply gets the agent's format correction as a user turn (env-masked),
+    and the steps are recorded on the episode."""
     from transformers import AutoTokenizer
 
     from agentgym.chat_agent import ChatAgent
@@ -192,19 +194,21 @@ def test_actions_are_sampled_by_the_envs_stop_and_prompted_as_the_chat_agent(tin
     episodes = trainer.rollout_func.episodes
     chat = ChatFormat(tokenizer)
     env = agentgym.make(env_id)
-    cut = 0
+    cut = corrected = 0
     for ep in episodes:
         obs, _ = env.reset(seed=ep.seed, options={"task": ep.task_id})
         assert ep.prompt_ids == chat.render(ChatAgent(None, env).opening(obs))
-        assert ep.record.steps and [s.action for s in ep.record.steps] == ep.actions
-        for (start, end), action in zip(ep.sampled, ep.actions, strict=True):
+        assert ep.record.steps and all("\n" not in a for a in ep.actions)
+        for start, end in ep.sampled:
+            assert set(ep.env_mask[start:end]) == {1}
             before_last = tokenizer.decode(ep.completion_ids[start : end - 1])
             assert "\n" not in before_last  # the stop ends the span: nothing trained past it
-            text = tokenizer.decode(ep.completion_ids[start:end], skip_special_tokens=True)
-            if "\n" in text:
-                cut += 1
-                assert action in text.split("\n", 1)[0]  # the action ends at the stop
+            cut += "\n" in tokenizer.decode(ep.completion_ids[start:end])
+        for (_, end), (start, _) in zip(ep.sampled, ep.sampled[1:], strict=False):
+            assert set(ep.env_mask[end:start]) == {0}
+            corrected += "Format error:" in tokenizer.decode(ep.completion_ids[end:start])
     assert cut, "no sampled action reached the newline: the stop was never exercised"
+    assert corrected, "no format correction: the chat agent's loop did not play"
 
 
 def test_a_chat_template_that_rewrites_history_is_refused_with_the_reason(tiny_model, tmp_path):

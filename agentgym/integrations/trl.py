@@ -4,15 +4,17 @@ TRL 1.16 meets environments two ways. ``environment_factory`` exposes an env's m
 so the policy must call tools through a tool-calling chat template; agentgym envs take text
 actions, which any chat model writes. So this adapter uses ``rollout_func`` (TRL's path for
 custom multi-turn rollouts, as its OpenEnv examples do): per call it plays one whole episode per
-prompt and returns
+prompt through agentgym's one episode loop (``agentgym eval``'s chat agent in
+:func:`agentgym.rollout.rollout`, recording by ``Episode.record_step``), the trainer's model
+answering its requests (:mod:`agentgym.integrations.trl_chat`), and returns
 
 - ``prompt_ids``: the first prompt, the chat ``agentgym eval``'s chat agent opens the episode
   with (the env's system prompt, its demonstration turns, the first observation), in the
   tokenizer's chat template;
 - ``completion_ids``: every later token of the episode, in order: the tokens the model sampled
   for each action (sampled by the env's sampling spec: its token budget, and cut after the
-  token that completes its stop, a newline for one-line actions) and, between them, the env's
-  observation turns;
+  token that completes its stop, a newline for one-line actions) and, between them, the user
+  turns: the env's observations, and the chat agent's format corrections;
 - ``env_mask``: 1 on the model's own sampled tokens, 0 on the observation turns (TRL multiplies it
   into the loss mask, so observations are never trained on);
 - ``logprobs``: each token's log-probability under the sampling distribution (0 on env tokens);
@@ -20,8 +22,8 @@ prompt and returns
   as the reward.
 
 The pieces are token-exact (no text is tokenised again after sampling): the same chat pieces
-(:class:`agentgym.train.chat.ChatFormat`) and action parsing (``parse_action``) as agentgym's own
-trainer. Envs are made with :func:`agentgym.make`, so an ``openenv:http://HOST:PORT`` env id trains
+(:class:`agentgym.train.chat.ChatFormat`) as agentgym's own trainer; a chat template that rewrites
+history is refused (:data:`REWRITES_HISTORY`). Envs are made with :func:`agentgym.make`, so an ``openenv:http://HOST:PORT`` env id trains
 through the OpenEnv server of any machine. The dataset (:func:`task_dataset`) has one row per task;
 its ``prompt`` is the task id, which TRL repeats ``num_generations`` times per group.
 """
@@ -29,6 +31,7 @@ its ``prompt`` is the task id, which TRL repeats ``num_generations`` times per g
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +41,19 @@ require("agentgym.integrations.trl", "trl", "torch", "transformers", "datasets")
 
 import torch  # noqa: E402
 
-from agentgym.chat_agent import ChatAgent, FormatError, parse_action  # noqa: E402
-from agentgym.episode import Episode, Usage  # noqa: E402
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig  # noqa: E402
+from agentgym.episode import Episode  # noqa: E402
+from agentgym.integrations.trl_chat import (  # noqa: E402
+    GenerationBatch,
+    OutOfBudget,
+    Sample,
+    TokenClient,
+    rows,
+)
 from agentgym.llm.engine.request import Generation, finish, make_request  # noqa: E402
 from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make, spec  # noqa: E402
+from agentgym.rollout import rollout  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
 from agentgym.traits import traits  # noqa: E402
@@ -147,6 +158,8 @@ class AgentgymRollout:
         """The env's sampling spec, as ``agentgym eval``'s chat agent resolves it: its token
         budget and its stop (a sampled action is cut at the stop, as every engine cuts it)."""
         self.max_tokens = self.sampling.max_tokens or 0
+        self.agent_config = ChatAgentConfig(max_tokens=max_tokens, native_tools=False)
+        """``agentgym eval``'s chat agent, actions as text (TRL samples by its own temperature)."""
         self.env_kwargs = dict(env_kwargs or {})
         self.use_system_prompt = system_prompt
         self.envs: list[Any] = []
@@ -185,78 +198,46 @@ class AgentgymRollout:
 
     # ------------------------------------------------------------------ episodes
     def play(self, tasks: list[Task], seeds: list[int], trainer: Any) -> list[TrlEpisode]:
-        """Play one episode per task with the trainer's model, all in flight together."""
+        """Play one episode per task through agentgym's one loop (a ChatAgent in
+        :func:`~agentgym.rollout.rollout`, each episode in a thread of its own) with the
+        trainer's model answering, all in flight together (:mod:`.trl_chat`)."""
         assert self.chat is not None
-        free_text = traits(self.cls).free_text_actions
         budget = int(trainer.max_completion_length)
-        per_turn = min(self.max_tokens, budget)
-        episodes = []
-        for i, (task, seed) in enumerate(zip(tasks, seeds, strict=True)):
-            env = self._env(i)
-            obs, info = env.reset(seed=seed, options={"task": task})
-            record = Episode(task_id=task.id, env_id=self.env_id, seed=seed, first_observation=obs)
-            record.instruction = str(info.get("instruction", ""))
-            episodes.append(TrlEpisode(record, self.chat.render(self._opening(env, obs))))
-        for _turn in range(self.max_turns):
-            active = [i for i, e in enumerate(episodes) if not e.done]
-            active = [i for i in active if budget - len(episodes[i].completion_ids) > 0]
-            if not active:
-                break
-            room = min(per_turn, *(budget - len(episodes[i].completion_ids) for i in active))
-            contexts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in active]
-            for i, gen in zip(active, self._generate(contexts, room, trainer), strict=True):
-                self._act(i, episodes[i], gen, free_text, budget)
-        for e in episodes:
-            e.done = True
-        return episodes
+        batch = GenerationBatch(lambda samples: self._generate(samples, trainer), len(tasks))
+        clients = [TokenClient(self.chat, batch, budget) for _ in tasks]
+        records: list[Episode] = [Episode(task_id=t.id, env_id=self.env_id) for t in tasks]
 
-    def _opening(self, env: Any, observation: str) -> list[dict[str, Any]]:
-        """The first prompt's chat, as ``agentgym eval``'s chat agent opens the episode: the
-        system prompt (unless turned off), the env's demonstration, the first observation."""
-        assert self.chat is not None
-        messages = ChatAgent(None, env).opening(observation)
-        keep_system = self.chat.use_system_prompt
-        return [m for m in messages if keep_system or m["role"] != "system"]
+        def episode(i: int) -> None:
+            try:
+                env = self._env(i)
+                agent = ChatAgent(clients[i], env, self.agent_config)
+                records[i] = rollout(env, agent, tasks[i], seed=seeds[i], max_steps=self.max_turns)
+            finally:
+                batch.leave()
 
-    def _act(
-        self,
-        slot: int,
-        ep: TrlEpisode,
-        gen: Generation,
-        free_text: bool,
-        budget: int,
-    ) -> None:
-        assert self.chat is not None
-        ids = list(gen.token_ids)
-        start = len(ep.completion_ids)
-        ep.completion_ids += ids
-        ep.env_mask += [1] * len(ids)
-        ep.logprobs += gen.logprobs
-        ep.sampled.append((start, len(ep.completion_ids)))
-        try:
-            action = parse_action({"role": "assistant", "content": gen.text}, free_text)
-        except FormatError:
-            action = gen.text  # the env says what is wrong, as agentgym's own trainer does
-        obs, reward, terminated, truncated, info = self._env(slot).step(action)
-        usage = Usage(completion_tokens=len(ids), token_ids=ids, logprobs=list(gen.logprobs))
-        ep.record.record_step(action, obs, float(reward), terminated, truncated, info, usage)
-        if terminated or truncated:
-            ep.done = True
-            return
-        turn = self.chat.observation(obs, bool(ids) and ids[-1] == self.chat.eos_id)
-        if len(ep.completion_ids) + len(turn) >= budget:
-            ep.done = True  # the next observation and action would not fit: stop unfinished
-            return
-        ep.completion_ids += turn
-        ep.env_mask += [0] * len(turn)
-        ep.logprobs += [0.0] * len(turn)
+        threads = [
+            threading.Thread(target=episode, args=(i,), daemon=True) for i in range(len(tasks))
+        ]
+        for thread in threads:
+            thread.start()
+        batch.serve()
+        for thread in threads:
+            thread.join()
+        for record, client in zip(records, clients, strict=True):
+            if client.out_of_budget:  # ended by TRL's budget, not by a failure
+                record.status, record.error = "limit", str(OutOfBudget.__doc__)
+        return [
+            TrlEpisode(record, **rows(client), done=True)
+            for record, client in zip(records, clients, strict=True)
+        ]
 
-    def _generate(
-        self, contexts: list[list[int]], max_tokens: int, trainer: Any
-    ) -> list[Generation]:
-        """Sample one turn for each context with the trainer's model (as TRL's own transformers
-        path generates); each result is cut as every engine cuts it (:func:`finish`): after its
-        first EOS, or after the token that completes the env's stop, with its logprobs."""
+    def _generate(self, samples: list[Sample], trainer: Any) -> list[Generation]:
+        """Sample each context's continuation with the trainer's model (as TRL's own
+        transformers path generates, by its generation config); each result is cut as every
+        engine cuts it (:func:`finish`): after its first EOS, at its token budget, or after the
+        token that completes its stop, with its logprobs."""
+        contexts = [context for context, _ in samples]
+        max_tokens = max(sampling.max_tokens or 1 for _, sampling in samples)
         import copy
 
         from trl.models import unwrap_model_for_generation
@@ -288,8 +269,7 @@ class AgentgymRollout:
         new = out.sequences[:, width:].cpu()
         logps = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
         results = []
-        sampling = self.sampling.for_env(max_tokens=max_tokens)
-        for row, context in enumerate(contexts):
+        for row, (context, sampling) in enumerate(samples):
             ids, lps = [], []
             for t, token in enumerate(new[row].tolist()):
                 ids.append(token)
