@@ -24,6 +24,7 @@ from agentgym.llm.factory import make_client, split_spec
 from agentgym.llm.sampling import RENAMED, SamplingSpec, turn_seed
 from agentgym.policies import POLICIES
 from agentgym.textscan import fenced_blocks
+from agentgym.traits import demonstration, traits
 
 
 class ChatAgentConfig(SamplingSpec):
@@ -139,21 +140,27 @@ class ChatAgent:
     ) -> None:
         self.client = client
         self.config = config or ChatAgentConfig()
-        base = getattr(env, "unwrapped", env)
-        self.system_prompt = "\n\n".join(p for p in (getattr(base, "system_prompt", ""), hint) if p)
-        self.sampling = self.config.for_env(base)
+        env_traits = traits(env)
+        self.system_prompt = "\n\n".join(p for p in (env_traits.system_prompt, hint) if p)
+        self.sampling = self.config.for_env(env)
         """The resolved spec, as the trainer's rollouts resolve theirs (``agentgym.llm.sampling``)."""
         self.max_tokens: int = self.sampling.max_tokens or 0  # resolved: never None
         self.max_context_tokens = self.config.max_context_tokens or getattr(
             client, "max_context_tokens", None
         )
-        self.free_text_actions = bool(getattr(base, "free_text_actions", False))
+        self.free_text_actions = env_traits.free_text_actions
         """The env parses the whole reply itself (Social-v0's ``action: offer $5``): an
         ``Action:`` line or a code fence is not cut out of it, as the trainer's rollouts do."""
-        demo = getattr(base, "demonstration", None)
-        self.few_shot: list[Message] = demo() if demo and self.config.demonstration else []
+        self.few_shot: list[Message] = demonstration(env) if self.config.demonstration else []
         self.name = f"chat:{getattr(client, 'model', '')}"
         self.format_errors = 0
+
+    def opening(self, observation: str) -> list[Message]:
+        """The messages of an episode's first request (linear chat, no tools): the system
+        prompt, the demonstration and the first observation. A harness that holds the chat
+        itself (verifiers) is handed these as its task's prompt."""
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return system + self.few_shot + [{"role": "user", "content": observation}]
 
     def reset(self, info: dict[str, Any]) -> None:
         self.seed: int | None = info.get("seed")

@@ -35,6 +35,7 @@ from agentgym.runner import Progress as RunProgress
 from agentgym.runner import check_time_limit
 from agentgym.store import Store, StoreError
 from agentgym.task import TaskSuite, no_tasks
+from agentgym.traits import traits
 
 if TYPE_CHECKING:
     from agentgym.progress import PlainProgress
@@ -660,7 +661,7 @@ def export(
             runs = [r for r in runs if r["agent"] == redact_text(agent)]  # as stored
             if not runs:
                 raise ValueError(f"no run of agent {agent!r} in {db}; agents there: {agents}")
-    prompts = {s.id: getattr(s.load(), "system_prompt", "") for s in agentgym.list_envs()}
+    prompts = {s.id: traits(s.load()).system_prompt for s in agentgym.list_envs()}
     kind: ExportFormat = "chat" if fmt == "chat" else "episodes"
     with (
         user_errors(),  # a row agentgym did not write (edited by hand): one line

@@ -22,6 +22,9 @@ from pydantic import BaseModel
 
 from agentgym.spaces import UnicodeText
 from agentgym.task import Task, TaskSuite
+from agentgym.traits import EnvTraits
+
+_DEFAULTS = EnvTraits()
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
@@ -55,24 +58,26 @@ class TextEnv(gymnasium.Env[str, str]):
     # set in ALL subclasses:
     config_model: ClassVar[type[BaseModel]]
     """Pydantic model that validates ``Task.config`` for this env."""
-    system_prompt: ClassVar[str] = ""
-    """How to act in this env (action syntax, goal); LLM agents use it as their system prompt."""
+    system_prompt: ClassVar[str] = _DEFAULTS.system_prompt
+    """How to act in this env (action syntax, goal); LLM agents use it as their system prompt.
+    This and the other LLM-agent traits below are read through :func:`agentgym.traits.traits`,
+    which documents each (:class:`~agentgym.traits.EnvTraits`)."""
     # set in SOME subclasses:
-    default_suite: ClassVar[str | None] = None
+    default_suite: ClassVar[str | None] = _DEFAULTS.default_suite
     """Suite used when ``reset`` gets no task, or a task id instead of a Task."""
-    free_text_actions: ClassVar[bool] = False
+    free_text_actions: ClassVar[bool] = _DEFAULTS.free_text_actions
     """True where any non-empty text is a legitimate action (a message to a simulated user), so
     only structurally empty or broken strings count as malformed."""
 
-    one_line_actions: ClassVar[bool] = False
+    one_line_actions: ClassVar[bool] = _DEFAULTS.one_line_actions
     """True where every action is one line (a command, a query): LLM agents then stop generating
     at the first newline and need few tokens (``action_max_tokens``)."""
-    action_max_tokens: ClassVar[int] = 256
+    action_max_tokens: ClassVar[int] = _DEFAULTS.action_max_tokens
     """Completion tokens an LLM agent needs for one action here (its default ``max_tokens``)."""
     own_sandbox: ClassVar[bool] = False
     """The env runs untrusted code in a sandbox of its own (Swe-v0): it cannot itself run inside
     one (``isolate=``), since sandboxes do not nest here."""
-    demo_suite: ClassVar[str | None] = None
+    demo_suite: ClassVar[str | None] = _DEFAULTS.demo_suite
     """A training split whose first task the expert plays for ``demonstration()``."""
 
     observation_space = UnicodeText(max_length=1 << 20)

@@ -1,6 +1,7 @@
-"""Per-task agreement of verifiers' and Inspect AI's evaluations with `agentgym eval`, one greedy
-model behind `agentgym serve` (the model must be served first, e.g. `agentgym serve smollm2 --port
-8765`). Prints one row per task: success and actions in each harness, and whether they agree.
+"""Per-task agreement of verifiers', Inspect AI's and an `openenv:` env's evaluations with
+`agentgym eval`, one greedy model behind `agentgym serve` (the model must be served first, e.g.
+`agentgym serve smollm2 --port 8765`). Prints one row per task: success and actions in each
+harness, and whether they agree.
 
     python benchmarks/integrations_agreement.py --base-url http://127.0.0.1:8765/v1 \
         --model smollm2 --suite textarena/GuessTheNumber-v0 --limit 20
@@ -79,13 +80,27 @@ def inspect_run(args: argparse.Namespace, out: Path) -> dict[str, tuple[bool, li
     return rows
 
 
+def openenv_run(args: argparse.Namespace) -> dict[str, tuple[bool, list[str]]]:
+    """``agentgym eval`` on the suite's env served by ``agentgym env serve`` (in this process)."""
+    from agentgym.integrations.openenv.server import EnvServerThread, ServeSettings
+
+    server = EnvServerThread(ServeSettings(TaskSuite.load(args.suite).tasks[0].env))
+    spec = f"openai:{args.model}?base_url={args.base_url}&api_key=unused"
+    try:
+        suite = TaskSuite.load(args.suite).filter(limit=args.limit)
+        result = agentgym.evaluate(suite, spec, env=f"openenv:{server.url}")
+    finally:
+        server.stop()
+    return {e.task_id: (bool(e.success), [s.action for s in e.steps]) for e in result.new_episodes}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--suite", default="textarena/GuessTheNumber-v0")
     parser.add_argument("--limit", type=int, default=20)
-    parser.add_argument("--only", choices=["verifiers", "inspect"], default=None)
+    parser.add_argument("--only", choices=["verifiers", "inspect", "openenv"], default=None)
     args = parser.parse_args()
     base = ours(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +109,8 @@ def main() -> None:
             others["verifiers"] = verifiers_run(args, Path(tmp) / "vf")
         if args.only in (None, "inspect"):
             others["inspect"] = inspect_run(args, Path(tmp) / "inspect")
+        if args.only in (None, "openenv"):
+            others["openenv"] = openenv_run(args)
     names = list(others)
     print("| task | agentgym eval | " + " | ".join(f"{n} | same actions" for n in names) + " |")
     print("|---|---|" + "---|---|" * len(names))

@@ -32,7 +32,8 @@ def test_load_environment_builds_the_suites_tasks():
     assert [t.data.name for t in tasks] == [t.id for t in TaskSuite.load(SUITE).tasks[:3]]
     first = agentgym.make(SUITE)
     obs, _ = first.reset(seed=tasks[0].data.info["seed"], options={"task": tasks[0].data.name})
-    assert tasks[0].data.prompt == obs and tasks[0].data.system_prompt == first.system_prompt
+    assert [(m.role, m.content) for m in tasks[0].data.prompt] == [("user", obs)]
+    assert tasks[0].data.system_prompt == first.system_prompt
     assert sampling(SUITE) == {"temperature": 0.0, "max_tokens": 32, "stop": ["\n"]}
     with pytest.raises(ValueError, match="has no task of env 'skyrl/gsm8k'"):
         list(load_environment("skyrl/gsm8k", suite=SUITE).taskset)
@@ -43,7 +44,7 @@ def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path)
     command = vf_eval_command(
         str(BIN / "vf-eval"), SUITE, limit, served, "tiny", str(tmp_path), SUITE
     )
-    assert command[-2:] == ["--sampling.stop", '["\\n"]']  # one-line actions stop at a newline
+    assert command[-2:] == ["--sampling.stop", "\n"]  # one-line actions stop at a newline
     env = {**os.environ, "OPENAI_API_KEY": "unused", "PATH": f"{BIN}:{os.environ['PATH']}"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -160,7 +160,6 @@ def test_an_extreme_reward_stops_trls_run_before_the_weights(tiny_model, tmp_pat
     from trl import GRPOConfig
 
     from agentgym.integrations.trl import grpo_trainer
-    from agentgym.rewards import RewardError
 
     args = GRPOConfig(
         output_dir=str(tmp_path / "trl"),
@@ -186,7 +185,79 @@ def test_an_extreme_reward_stops_trls_run_before_the_weights(tiny_model, tmp_pat
         processing_class=tokenizer,
     )
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
-    with pytest.raises(RewardError, match=r"ExtremeReward-v0's reward on t0:1e308 is 1e\+308"):
+    with pytest.raises(RuntimeError, match=r"t0:1e308 failed: .*reward is 1e\+308"):
         trainer.train()
     after = trainer.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def _one_step(model_path, tokenizer, env_id, out, temperature=1.0):
+    """A one-step GRPOTrainer of ``model_path`` on ``env_id`` (2 tasks, 2 samples, 3 turns)."""
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import GRPOConfig
+
+    from agentgym.integrations.trl import grpo_trainer
+
+    torch.manual_seed(0)
+    args = GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_steps=1,
+        max_completion_length=200,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+        temperature=temperature,
+    )
+    return grpo_trainer(
+        str(model_path), env_id, args, limit=2, max_turns=3, processing_class=tokenizer
+    )
+
+
+def test_episodes_play_through_the_chat_agents_loop_by_the_envs_stop(tiny_model, tmp_path):
+    """Clarify's actions are one line: every sampled span ends with the token that completes the
+    newline (or at EOS or the budget), nothing past it is trained on, no action holds a newline.
+    The episode is the chat agent's: the prompt opens with Clarify's system prompt and
+    demonstration, an empty reply gets the agent's format correction as a user turn (env-masked),
+    and the steps are recorded on the episode."""
+    from transformers import AutoTokenizer
+
+    from agentgym.chat_agent import ChatAgent
+
+    env_id = "agentgym/Clarify-v0"
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    trainer = _one_step(tiny_model, tokenizer, env_id, tmp_path, temperature=0.05)  # near greedy:
+    trainer.train()  # the tiny model then writes newlines (what a stop must cut)
+    episodes = trainer.rollout_func.episodes
+    chat = ChatFormat(tokenizer)
+    env = agentgym.make(env_id)
+    cut = corrected = 0
+    for ep in episodes:
+        obs, _ = env.reset(seed=ep.seed, options={"task": ep.task_id})
+        assert ep.prompt_ids == chat.render(ChatAgent(None, env).opening(obs))
+        assert ep.record.steps and all("\n" not in a for a in ep.actions)
+        for start, end in ep.sampled:
+            assert set(ep.env_mask[start:end]) == {1}
+            before_last = tokenizer.decode(ep.completion_ids[start : end - 1])
+            assert "\n" not in before_last  # the stop ends the span: nothing trained past it
+            cut += "\n" in tokenizer.decode(ep.completion_ids[start:end])
+        for (_, end), (start, _) in zip(ep.sampled, ep.sampled[1:], strict=False):
+            assert set(ep.env_mask[end:start]) == {0}
+            corrected += "Format error:" in tokenizer.decode(ep.completion_ids[end:start])
+    assert cut, "no sampled action reached the newline: the stop was never exercised"
+    assert corrected, "no format correction: the chat agent's loop did not play"
+
+
+def test_a_chat_template_that_rewrites_history_is_refused_with_the_reason(tiny_model, tmp_path):
+    from chat_templates import save_templated
+    from transformers import AutoTokenizer
+
+    path = save_templated(tiny_model, "qwen3", tmp_path / "qwen3")
+    trainer = _one_step(path, AutoTokenizer.from_pretrained(path), "agentgym/Clarify-v0", tmp_path)
+    with pytest.raises(ValueError, match="rewrites history.*one row per prompt"):
+        trainer.train()

@@ -1,12 +1,14 @@
 """An agentgym suite as an Inspect AI ``Task``: ``inspect eval agentgym/agentgym_suite -T
 suite=textarena/GuessTheNumber-v0 --model mockllm/model``.
 
-The dataset is the suite (one ``Sample`` per task), the solver plays the task's env turn by turn
-with the model Inspect evaluates, and the scorer reads the env's final info (``success`` is the
-value, ``score`` and the return ride along). The solver prompts and parses as ``agentgym eval``'s
-chat agent does (the env's system prompt, each observation a user message, one action per reply,
-format errors corrected twice, the env's sampling: temperature 0, its ``action_max_tokens``, a
-newline stop for one-line actions), so the same greedy model gives the same episodes in both.
+The dataset is the suite (one ``Sample`` per task), the solver plays the task's env with the
+model Inspect evaluates, and the scorer reads the episode's outcome (``success`` is the value,
+``score`` and the return ride along). The solver plays through ``agentgym eval``'s own loop, a
+:class:`~agentgym.chat_agent.ChatAgent` (the env's system prompt and demonstration, each
+observation a user message, one action per reply, format errors corrected twice, the env's
+sampling spec: temperature 0, its ``action_max_tokens``, its stop), with Inspect's model
+answering its requests; so the same greedy model gives the same episodes in both. Actions are
+text: the env's tools are not passed as Inspect tools.
 Importing this module needs Inspect AI (the ``inspect`` extra); the ``inspect_ai`` entry point
 registers the task with Inspect.
 """
@@ -21,11 +23,22 @@ require("the Inspect AI adapter", "inspect_ai")
 
 from inspect_ai import Task, task  # noqa: E402
 from inspect_ai.dataset import MemoryDataset, Sample  # noqa: E402
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig  # noqa: E402
+from inspect_ai.model import (  # noqa: E402
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    ModelOutput,
+    get_model,
+)
 from inspect_ai.scorer import Score, Target, accuracy, mean, scorer, stderr  # noqa: E402
 from inspect_ai.solver import Generate, Solver, TaskState, solver  # noqa: E402
 
-from agentgym.chat_agent import ChatAgentConfig, FormatError, parse_action  # noqa: E402
+from agentgym.async_play import LoopClient, play  # noqa: E402
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig  # noqa: E402
+from agentgym.episode import Usage  # noqa: E402
+from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message  # noqa: E402
 from agentgym.registry import make  # noqa: E402
 from agentgym.runner import episode_seed  # noqa: E402
 from agentgym.task import Task as AgentgymTask  # noqa: E402
@@ -66,56 +79,81 @@ def sampling_config(env_id: str) -> GenerateConfig:
 
 @solver
 def play_env(max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0) -> Solver:
-    """Play the sample's agentgym task with the model under evaluation; the episode's final info
-    lands in ``state.metadata["agentgym"]``. The env is reset with the seed ``agentgym eval
-    --seed SEED`` gives the task's first sample."""
-    max_format_errors = ChatAgentConfig().max_format_errors
+    """Play the sample's agentgym task with the model under evaluation, through agentgym's one
+    episode loop (a :class:`~agentgym.chat_agent.ChatAgent` in :func:`agentgym.rollout.rollout`)
+    whose every request Inspect's model answers; the episode's record lands in
+    ``state.metadata["agentgym"]`` and its chat in ``state.messages``. The env is reset with the
+    seed ``agentgym eval --seed SEED`` gives the task's first sample."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         task = AgentgymTask.model_validate(state.metadata["agentgym_task"])
+        model = get_model()
+        outputs: list[ModelOutput] = []
+
+        async def acomplete(request: ChatRequest) -> ChatResponse:
+            outputs.append(
+                await model.generate(_inspect_messages(request.messages), config=_config(request))
+            )
+            return _response(outputs[-1])
+
         env = make(task.env)
-        base = env.unwrapped
-        free_text = bool(getattr(base, "free_text_actions", False))
-        obs, info = env.reset(seed=episode_seed(seed, task.id, 0), options={"task": task})
-        system = getattr(base, "system_prompt", "")
-        state.messages = [ChatMessageSystem(content=system)] if system else []
-        state.messages.append(ChatMessageUser(content=obs))
-        final: dict[str, Any] = {"success": False, "score": 0.0}
-        total, steps, actions = 0.0, 0, []
+        agent = ChatAgent(
+            LoopClient(acomplete, str(model)), env, ChatAgentConfig(native_tools=False)
+        )
         try:
-            while steps < max_steps:
-                for attempt in range(max_format_errors + 1):
-                    state = await generate(state)
-                    reply = state.output.message
-                    try:
-                        action = parse_action(
-                            {"role": "assistant", "content": reply.text}, free_text
-                        )
-                        break
-                    except FormatError as e:
-                        if attempt == max_format_errors:
-                            action = reply.text
-                            break
-                        state.messages.append(ChatMessageUser(content=f"Format error: {e}."))
-                obs, reward, terminated, truncated, info = env.step(action)
-                total, steps = total + reward, steps + 1
-                actions.append(action)
-                if terminated or truncated:
-                    final = {k: info[k] for k in ("success", "score") if k in info} or final
-                    break
-                state.messages.append(ChatMessageUser(content=obs))
+            episode = await play(
+                env, agent, task, seed=episode_seed(seed, task.id, 0), max_steps=max_steps
+            )
         finally:
             env.close()
+        state.messages = _inspect_messages(getattr(agent, "messages", []))
+        if outputs:
+            state.output = outputs[-1]
         state.metadata["agentgym"] = {
-            **final,
-            "return": total,
-            "steps": steps,
-            "actions": actions,
-            "finished": steps < max_steps or bool(final.get("success")),
+            "success": episode.success,
+            "score": episode.score,
+            "return": episode.reward,
+            "steps": episode.n_steps,
+            "actions": [s.action for s in episode.steps],
+            "status": episode.status,
+            "error": episode.error,
+            "finished": episode.status == "completed",
         }
         return state
 
     return solve
+
+
+def _config(request: ChatRequest) -> GenerateConfig:
+    """Inspect's settings of one request, as the chat agent resolved them from the env."""
+    return GenerateConfig(
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_tokens=request.max_tokens,
+        stop_seqs=request.stop,
+        seed=request.seed,
+    )
+
+
+def _inspect_messages(messages: list[Message]) -> list[ChatMessage]:
+    roles = {
+        "system": ChatMessageSystem,
+        "user": ChatMessageUser,
+        "assistant": ChatMessageAssistant,
+    }
+    return [roles[m["role"]](content=str(m.get("content") or "")) for m in messages]
+
+
+def _response(output: ModelOutput) -> ChatResponse:
+    usage = output.usage
+    return ChatResponse(
+        choices=[Choice(message={"role": "assistant", "content": output.completion})],
+        usage=Usage(
+            prompt_tokens=usage.input_tokens if usage else 0,
+            completion_tokens=usage.output_tokens if usage else 0,
+        ),
+        model=output.model,
+    )
 
 
 @scorer(metrics={"success": [accuracy(), stderr()], "score": [mean()]})

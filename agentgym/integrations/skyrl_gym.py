@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from agentgym.extras import require
+from agentgym.traits import traits
 
 SKYRL_ID = "agentgym"
 """The id :func:`register_skyrl` gives agentgym envs in skyrl-gym's registry."""
@@ -64,7 +65,7 @@ def _build_skyrl_class(base: type) -> type:
         def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
             """SkyRL's dataset prompt is ignored: the episode's prompt is the env's own."""
             obs, info = self.env.reset(seed=self.seed, options={"task": self.task})
-            system = getattr(self.env.unwrapped, "system_prompt", "")
+            system = traits(self.env).system_prompt
             head = [{"role": "system", "content": system}] if system else []
             return head + [{"role": "user", "content": obs}], {"task_id": info["task_id"]}
 

@@ -4,12 +4,17 @@ TRL 1.16 meets environments two ways. ``environment_factory`` exposes an env's m
 so the policy must call tools through a tool-calling chat template; agentgym envs take text
 actions, which any chat model writes. So this adapter uses ``rollout_func`` (TRL's path for
 custom multi-turn rollouts, as its OpenEnv examples do): per call it plays one whole episode per
-prompt and returns
+prompt through agentgym's one episode loop (``agentgym eval``'s chat agent in
+:func:`agentgym.rollout.rollout`, recording by ``Episode.record_step``), the trainer's model
+answering its requests (:mod:`agentgym.integrations.trl_chat`), and returns
 
-- ``prompt_ids``: the first prompt (the env's system prompt and first observation, in the
-  tokenizer's chat template);
+- ``prompt_ids``: the first prompt, the chat ``agentgym eval``'s chat agent opens the episode
+  with (the env's system prompt, its demonstration turns, the first observation), in the
+  tokenizer's chat template;
 - ``completion_ids``: every later token of the episode, in order: the tokens the model sampled
-  for each action and, between them, the env's observation turns;
+  for each action (sampled by the env's sampling spec: its token budget, and cut after the
+  token that completes its stop, a newline for one-line actions) and, between them, the user
+  turns: the env's observations, and the chat agent's format corrections;
 - ``env_mask``: 1 on the model's own sampled tokens, 0 on the observation turns (TRL multiplies it
   into the loss mask, so observations are never trained on);
 - ``logprobs``: each token's log-probability under the sampling distribution (0 on env tokens);
@@ -17,8 +22,8 @@ prompt and returns
   as the reward.
 
 The pieces are token-exact (no text is tokenised again after sampling): the same chat pieces
-(:class:`agentgym.train.chat.ChatFormat`) and action parsing (``parse_action``) as agentgym's own
-trainer. Envs are made with :func:`agentgym.make`, so an ``openenv:http://HOST:PORT`` env id trains
+(:class:`agentgym.train.chat.ChatFormat`) as agentgym's own trainer; a chat template that rewrites
+history is refused (:data:`REWRITES_HISTORY`). Envs are made with :func:`agentgym.make`, so an ``openenv:http://HOST:PORT`` env id trains
 through the OpenEnv server of any machine. The dataset (:func:`task_dataset`) has one row per task;
 its ``prompt`` is the task id, which TRL repeats ``num_generations`` times per group.
 """
@@ -26,6 +31,7 @@ its ``prompt`` is the task id, which TRL repeats ``num_generations`` times per g
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,35 +41,65 @@ require("agentgym.integrations.trl", "trl", "torch", "transformers", "datasets")
 
 import torch  # noqa: E402
 
-from agentgym.chat_agent import FormatError, parse_action  # noqa: E402
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig  # noqa: E402
+from agentgym.episode import Episode  # noqa: E402
+from agentgym.integrations.trl_chat import (  # noqa: E402
+    GenerationBatch,
+    OutOfBudget,
+    Sample,
+    TokenClient,
+    rows,
+)
+from agentgym.llm.engine.request import Generation, finish, make_request  # noqa: E402
 from agentgym.llm.sampling import SamplingSpec  # noqa: E402
 from agentgym.registry import make, spec  # noqa: E402
-from agentgym.rewards import check_reward, check_score, check_success  # noqa: E402
+from agentgym.rollout import rollout  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
 from agentgym.train.chat import ChatFormat  # noqa: E402
+from agentgym.traits import traits  # noqa: E402
 
 
 @dataclass
 class TrlEpisode:
-    """One episode as TRL trains it, and what agentgym saw of it."""
+    """One episode as TRL trains it, and agentgym's record of it (``record``, written by
+    :meth:`Episode.record_step` as every loop writes its steps)."""
 
-    task_id: str
-    seed: int
+    record: Episode
     prompt_ids: list[int]
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)
     sampled: list[tuple[int, int]] = field(default_factory=list)
     """``[start, end)`` of each turn's sampled tokens in ``completion_ids``."""
     done: bool = False
-    success: bool = False
-    score: float = 0.0
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task_id
+
+    @property
+    def seed(self) -> int:
+        return int(self.record.seed or 0)
+
+    @property
+    def actions(self) -> list[str]:
+        return [s.action for s in self.record.steps]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [s.reward for s in self.record.steps]
+
+    @property
+    def success(self) -> bool:
+        return self.record.success
+
+    @property
+    def score(self) -> float:
+        return self.record.score
 
     @property
     def reward(self) -> float:
-        return float(sum(self.rewards))
+        return float(self.record.reward)
 
 
 def task_dataset(suite: str | TaskSuite, limit: int | None = None) -> Any:
@@ -79,6 +115,17 @@ def task_dataset(suite: str | TaskSuite, limit: int | None = None) -> Any:
 def env_reward(completions: list[Any], env_reward: list[float], **_: Any) -> list[float]:
     """The reward function to pass to ``GRPOTrainer``: the env's own episode reward."""
     return [float(r) for r in env_reward]
+
+
+REWRITES_HISTORY = (
+    "the tokenizer's chat template rewrites history (an earlier turn renders differently once "
+    "later turns follow it, as Qwen3's drops a reply's <think> block): an episode is then one "
+    "row per model call, and TRL's rollout_func takes one row per prompt (GRPO groups its "
+    "rewards by row), so one growing row would train on contexts the model never read. Train "
+    "with `agentgym train`, whose rollouts give such templates a row per call, or use a chat "
+    "template that keeps history as it was sampled"
+)
+"""Why :class:`AgentgymRollout` refuses a chat template that rewrites history."""
 
 
 class AgentgymRollout:
@@ -102,12 +149,17 @@ class AgentgymRollout:
     ) -> None:
         self.env_id = env_id
         self.cls = spec(env_id).load()
-        name = suite if suite is not None else getattr(self.cls, "default_suite", None)
+        name = suite if suite is not None else traits(self.cls).default_suite
         if name is None:
             raise ValueError(f"{env_id} has no default suite: pass suite=")
         self.suite = TaskSuite.load(name) if isinstance(name, str) else name
         self.max_turns = max_turns
-        self.max_tokens = SamplingSpec(max_tokens=max_tokens).for_env(self.cls).max_tokens or 0
+        self.sampling = SamplingSpec(max_tokens=max_tokens).for_env(self.cls)
+        """The env's sampling spec, as ``agentgym eval``'s chat agent resolves it: its token
+        budget and its stop (a sampled action is cut at the stop, as every engine cuts it)."""
+        self.max_tokens = self.sampling.max_tokens or 0
+        self.agent_config = ChatAgentConfig(max_tokens=max_tokens, native_tools=False)
+        """``agentgym eval``'s chat agent, actions as text (TRL samples by its own temperature)."""
         self.env_kwargs = dict(env_kwargs or {})
         self.use_system_prompt = system_prompt
         self.envs: list[Any] = []
@@ -121,6 +173,8 @@ class AgentgymRollout:
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor's tokenizer
         if self.chat is None:
             self.chat = ChatFormat(tokenizer, self.use_system_prompt)
+        if self.chat.rewrites_history:
+            raise ValueError(REWRITES_HISTORY)
         tasks = [self._task(p) for p in prompts]
         step = int(trainer.state.global_step)
         seeds = [_seed(trainer.args.seed, step, t.id, i) for i, t in enumerate(tasks)]
@@ -144,72 +198,49 @@ class AgentgymRollout:
 
     # ------------------------------------------------------------------ episodes
     def play(self, tasks: list[Task], seeds: list[int], trainer: Any) -> list[TrlEpisode]:
-        """Play one episode per task with the trainer's model, all in flight together."""
+        """Play one episode per task through agentgym's one loop (a ChatAgent in
+        :func:`~agentgym.rollout.rollout`, each episode in a thread of its own) with the
+        trainer's model answering, all in flight together (:mod:`.trl_chat`)."""
         assert self.chat is not None
-        system = getattr(self.cls, "system_prompt", "")
-        free_text = bool(getattr(self.cls, "free_text_actions", False))
         budget = int(trainer.max_completion_length)
-        per_turn = min(self.max_tokens, budget)
-        episodes = []
-        for i, (task, seed) in enumerate(zip(tasks, seeds, strict=True)):
-            obs, _ = self._env(i).reset(seed=seed, options={"task": task})
-            episodes.append(TrlEpisode(task.id, seed, self.chat.prompt(system, obs)))
-        for _turn in range(self.max_turns):
-            active = [i for i, e in enumerate(episodes) if not e.done]
-            active = [i for i in active if budget - len(episodes[i].completion_ids) > 0]
-            if not active:
-                break
-            room = min(per_turn, *(budget - len(episodes[i].completion_ids) for i in active))
-            contexts = [episodes[i].prompt_ids + episodes[i].completion_ids for i in active]
-            for i, (ids, logps) in zip(
-                active, self._generate(contexts, room, trainer), strict=True
-            ):
-                self._act(i, episodes[i], ids, logps, free_text, budget)
-        for e in episodes:
-            e.done = True
-        return episodes
+        batch = GenerationBatch(lambda samples: self._generate(samples, trainer), len(tasks))
+        clients = [TokenClient(self.chat, batch, budget) for _ in tasks]
+        records: list[Episode] = [Episode(task_id=t.id, env_id=self.env_id) for t in tasks]
 
-    def _act(
-        self,
-        slot: int,
-        ep: TrlEpisode,
-        ids: list[int],
-        logps: list[float],
-        free_text: bool,
-        budget: int,
-    ) -> None:
-        assert self.chat is not None
-        start = len(ep.completion_ids)
-        ep.completion_ids += ids
-        ep.env_mask += [1] * len(ids)
-        ep.logprobs += logps
-        ep.sampled.append((start, len(ep.completion_ids)))
-        text = self.chat.tokenizer.decode(ids, skip_special_tokens=True)
-        try:
-            action = parse_action({"role": "assistant", "content": text}, free_text)
-        except FormatError:
-            action = text  # the env says what is wrong, as agentgym's own trainer does
-        ep.actions.append(action)
-        obs, reward, terminated, truncated, info = self._env(slot).step(action)
-        # TRL has no error episodes: a refused value stops its run before it reaches the weights
-        ep.rewards.append(check_reward(reward, f"{self.env_id}'s reward on {ep.task_id}"))
-        if terminated or truncated:
-            ep.done, ep.success = True, check_success(info.get("success"))
-            ep.score = check_score(info.get("score"))
-            return
-        turn = self.chat.observation(obs, bool(ids) and ids[-1] == self.chat.eos_id)
-        if len(ep.completion_ids) + len(turn) >= budget:
-            ep.done = True  # the next observation and action would not fit: stop unfinished
-            return
-        ep.completion_ids += turn
-        ep.env_mask += [0] * len(turn)
-        ep.logprobs += [0.0] * len(turn)
+        def episode(i: int) -> None:
+            try:
+                env = self._env(i)
+                agent = ChatAgent(clients[i], env, self.agent_config)
+                records[i] = rollout(env, agent, tasks[i], seed=seeds[i], max_steps=self.max_turns)
+            finally:
+                batch.leave()
 
-    def _generate(
-        self, contexts: list[list[int]], max_tokens: int, trainer: Any
-    ) -> list[tuple[list[int], list[float]]]:
-        """Sample one turn for each context with the trainer's model (as TRL's own transformers
-        path generates); each result is cut after its first EOS, with its logprobs."""
+        threads = [
+            threading.Thread(target=episode, args=(i,), daemon=True) for i in range(len(tasks))
+        ]
+        for thread in threads:
+            thread.start()
+        batch.serve()
+        for thread in threads:
+            thread.join()
+        failed = next((r for r in records if r.status == "error"), None)
+        if failed is not None:  # TRL has no error episodes: never train on a reward not given
+            raise RuntimeError(f"{self.env_id}: episode {failed.task_id} failed: {failed.error}")
+        for record, client in zip(records, clients, strict=True):
+            if client.out_of_budget:  # ended by TRL's budget, not by a failure
+                record.status, record.error = "limit", str(OutOfBudget.__doc__)
+        return [
+            TrlEpisode(record, **rows(client), done=True)
+            for record, client in zip(records, clients, strict=True)
+        ]
+
+    def _generate(self, samples: list[Sample], trainer: Any) -> list[Generation]:
+        """Sample each context's continuation with the trainer's model (as TRL's own
+        transformers path generates, by its generation config); each result is cut as every
+        engine cuts it (:func:`finish`): after its first EOS, at its token budget, or after the
+        token that completes its stop, with its logprobs."""
+        contexts = [context for context, _ in samples]
+        max_tokens = max(sampling.max_tokens or 1 for _, sampling in samples)
         import copy
 
         from trl.models import unwrap_model_for_generation
@@ -241,14 +272,16 @@ class AgentgymRollout:
         new = out.sequences[:, width:].cpu()
         logps = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
         results = []
-        for row in range(new.size(0)):
+        for row, (context, sampling) in enumerate(samples):
             ids, lps = [], []
             for t, token in enumerate(new[row].tolist()):
                 ids.append(token)
                 lps.append(float(logps[row, t, token]))
                 if token in eos:
                     break
-            results.append((ids, lps))
+            request = make_request(context, sampling, None)
+            request.keep_eos = True
+            results.append(finish(tokenizer, request, ids, lps))
         return results
 
 

@@ -1,14 +1,16 @@
 """agentgym envs as a verifiers (0.4, ``verifiers.v1``) environment, played in process:
 ``load_environment("textarena/GuessTheNumber-v0", suite=..., limit=20)``.
 
-The taskset yields one verifiers task per agentgym task of the suite (its prompt the env's first
-observation, its system prompt the env's); the env's ``run`` steps the agentgym env host-side as
-the run's user, as verifiers' own TextArena taskset steps TextArena: each assistant reply is parsed
-as ``agentgym eval``'s chat agent parses it (format errors corrected twice), the observation comes
-back as the next user turn, and the episode's verdict is recorded as the rewards ``success``
-(weighted 1) and ``score`` / ``return`` (weighted 0, for the record). The package
-``verifiers_envs/agentgym_env`` exports these classes, so ``vf-eval agentgym-env`` finds them the
-way verifiers environments are installed. Importing this module needs verifiers (the ``verifiers``
+The taskset yields one verifiers task per agentgym task of the suite, its prompt what
+``agentgym eval``'s chat agent opens the episode with (the env's system prompt, its
+demonstration turns, the first observation). The env's ``run`` plays the agentgym env host-side
+as the run's user, as verifiers' own TextArena taskset plays TextArena, through agentgym's one
+episode loop (a :class:`~agentgym.chat_agent.ChatAgent` in :func:`agentgym.rollout.rollout`):
+each of the agent's requests becomes a turn of the verifiers interaction (the next observation
+or a format correction), verifiers' harness answers it, and the episode's verdict is recorded as
+the rewards ``success`` (weighted 1) and ``score`` / ``return`` (weighted 0, for the record). The package
+``verifiers_envs/agentgym_env`` exports these classes, so ``vf-eval agentgym-env`` finds them the way
+verifiers environments are installed. Importing this module needs verifiers (the ``verifiers``
 extra).
 """
 
@@ -24,7 +26,9 @@ require("the verifiers adapter", "verifiers")
 
 import verifiers.v1 as vf  # noqa: E402
 
-from agentgym.chat_agent import ChatAgentConfig, FormatError, parse_action  # noqa: E402
+from agentgym.async_play import LoopClient, play  # noqa: E402
+from agentgym.chat_agent import ChatAgent, ChatAgentConfig  # noqa: E402
+from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message  # noqa: E402
 from agentgym.registry import make  # noqa: E402
 from agentgym.runner import episode_seed  # noqa: E402
 from agentgym.task import Task, TaskSuite  # noqa: E402
@@ -74,13 +78,13 @@ class AgentgymTaskset(vf.Taskset[AgentgymTask, AgentgymTasksetConfig]):
             env = make(task.env)
             seed = episode_seed(self.config.seed, task.id, 0)
             obs, _ = env.reset(seed=seed, options={"task": task})
-            system = getattr(env.unwrapped, "system_prompt", "") or None
+            system, *prompt = _opening(_agent(None, env), obs)
             env.close()
             yield AgentgymTask(
                 AgentgymData(
                     name=task.id,
-                    prompt=obs,
-                    system_prompt=system,
+                    prompt=prompt,
+                    system_prompt=system["content"] or None,
                     info={
                         "task": task.model_dump(mode="json"),
                         "seed": seed,
@@ -100,40 +104,74 @@ class AgentgymEnv(vf.Env[AgentgymEnvConfig]):
         info = task.data.info
         agentgym_task = Task.model_validate(info["task"])
         env = make(agentgym_task.env)
-        free_text = bool(getattr(env.unwrapped, "free_text_actions", False))
-        env.reset(seed=info["seed"], options={"task": agentgym_task})
-        final: dict[str, Any] = {"success": False, "score": 0.0}
-        total, steps, errors = 0.0, 0, 0
-        actions: list[str] = []
-        max_errors = ChatAgentConfig().max_format_errors
         try:
             async with agents.player.interaction(task) as interaction:
-                segment = await interaction.turn()  # the first observation is the task prompt
-                while not segment.terminated and steps < info["max_steps"]:
-                    reply = segment.last_reply
-                    try:
-                        action = parse_action({"role": "assistant", "content": reply}, free_text)
-                    except FormatError as e:
-                        if errors < max_errors:
-                            errors += 1
-                            segment = await interaction.turn(f"Format error: {e}.")
-                            continue
-                        action = reply
-                    errors = 0
-                    obs, reward, terminated, truncated, step_info = env.step(action)
-                    total, steps = total + float(reward), steps + 1
-                    actions.append(action)
-                    if terminated or truncated:
-                        final = {k: step_info[k] for k in ("success", "score") if k in step_info}
-                        break
-                    segment = await interaction.turn(obs)
+                agent = _agent(LoopClient(_Turns(interaction, task.data).acomplete), env)
+                options = {"seed": info["seed"], "max_steps": info["max_steps"]}
+                episode = await play(env, agent, agentgym_task, **options)
         finally:
             env.close()
         trace = interaction.trace
-        trace.record_reward("success", 1.0 if final.get("success") else 0.0, 1.0)
-        trace.record_reward("score", float(final.get("score", 0.0)), 0.0)
-        trace.record_reward("return", total, 0.0)
-        trace.info["agentgym"] = {"task_id": agentgym_task.id, "steps": steps, "actions": actions}
+        trace.record_reward("success", 1.0 if episode.success else 0.0, 1.0)
+        trace.record_reward("score", episode.score, 0.0)
+        trace.record_reward("return", episode.reward, 0.0)
+        trace.info["agentgym"] = {
+            "task_id": agentgym_task.id,
+            "steps": episode.n_steps,
+            "actions": [s.action for s in episode.steps],
+            "status": episode.status,
+            "error": episode.error,
+        }
+
+
+def _agent(client: Any, env: Any) -> ChatAgent:
+    """The chat agent of an episode: ``agentgym eval``'s, actions as text (no native tools)."""
+    return ChatAgent(client, env, ChatAgentConfig(native_tools=False))
+
+
+def _opening(agent: ChatAgent, observation: str) -> list[Message]:
+    """The first request's messages, the system message first (empty where the env has none)."""
+    messages = agent.opening(observation)
+    return messages if messages[0]["role"] == "system" else [_SYSTEM_NONE, *messages]
+
+
+_SYSTEM_NONE: Message = {"role": "system", "content": ""}
+
+
+class _Turns:
+    """The chat agent's requests as turns of a verifiers interaction: verifiers' harness holds
+    the chat, so each request sends only what the agent added since the last reply (the next
+    observation, or a format correction); the first is the task's prompt itself."""
+
+    def __init__(self, interaction: Any, data: AgentgymData) -> None:
+        self.interaction = interaction
+        self.opening = [{"role": "system", "content": data.system_prompt or ""}] + [
+            {"role": m.role, "content": m.content} for m in data.prompt or []
+        ]
+        self.sent = 0
+
+    async def acomplete(self, request: ChatRequest) -> ChatResponse:
+        messages = request.messages
+        if self.sent == 0:
+            if _opening_of(messages) != self.opening:
+                raise ValueError("the episode's first request is not the verifiers task's prompt")
+            segment = await self.interaction.turn()
+        else:
+            new = messages[self.sent :]
+            if len(messages) < self.sent or any(m["role"] != "user" for m in new):
+                raise ValueError("the chat agent cut or rewrote its history; verifiers keeps it")
+            segment = await self.interaction.turn([dict(m) for m in new])
+        if segment.terminated:
+            raise RuntimeError("verifiers ended the exchange (a limit of its run)")
+        self.sent = len(messages) + 1
+        replies = [m for m in segment.messages if m.role == "assistant"]
+        content = replies[-1].content if replies else ""
+        return ChatResponse(choices=[Choice(message={"role": "assistant", "content": content})])
+
+
+def _opening_of(messages: list[Message]) -> list[Message]:
+    head = messages if messages and messages[0]["role"] == "system" else [_SYSTEM_NONE, *messages]
+    return [{"role": m["role"], "content": m.get("content")} for m in head]
 
 
 def sampling(env_id: str) -> dict[str, Any]:
@@ -164,7 +202,14 @@ def vf_eval_command(
                "--model", model, "-c", "1", "-o", out,
                "--sampling.temperature", str(spec["temperature"]),
                "--sampling.max-tokens", str(spec["max_tokens"])]  # fmt: skip
-    return command + (["--sampling.stop", json.dumps(spec["stop"])] if "stop" in spec else [])
+    return command + (["--sampling.stop", _stop_argument(spec["stop"])] if "stop" in spec else [])
+
+
+def _stop_argument(stop: list[str]) -> str:
+    """``--sampling.stop``'s value: verifiers' CLI passes this key through as text, never parsing
+    it (a JSON list would reach the model as one literal stop string), so one stop goes as itself
+    (the OpenAI API takes a string); several as JSON, which only a server parsing it honours."""
+    return stop[0] if len(stop) == 1 else json.dumps(stop)
 
 
 def env_config(

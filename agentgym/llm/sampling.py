@@ -24,8 +24,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DEFAULT_MAX_TOKENS = 256
-"""Tokens per generation where neither the caller nor the env says (an env's default budget)."""
+from agentgym.traits import traits
 
 MaxTokens = Annotated[int, Field(ge=1, le=2**31 - 1)]
 """A token budget (the bounds a subclass keeps when it changes the default)."""
@@ -43,7 +42,7 @@ class SamplingSpec(BaseModel):
 
     max_tokens: MaxTokens | None = None
     """Tokens per generation; None: what the env says one action needs (``action_max_tokens``,
-    256 by default)."""
+    ``DEFAULT_MAX_TOKENS`` by default)."""
     stop: tuple[str, ...] | None = None
     """Stop strings (not part of the returned text); None: a newline where the env's actions
     are one line (``one_line_actions``), else none."""
@@ -54,16 +53,16 @@ class SamplingSpec(BaseModel):
 
     def for_env(self, env: Any = None, **update: Any) -> SamplingSpec:
         """The plain spec of these settings with ``update`` applied and the ones left None
-        resolved from ``env`` (an env, a wrapped env or an env class; None: no env, so 256 tokens
-        and no stop). Always a :class:`SamplingSpec` itself, whatever subclass holds the
+        resolved from ``env`` (an env, a wrapped env or an env class; None: no env, so
+        ``DEFAULT_MAX_TOKENS`` and no stop). Always a :class:`SamplingSpec` itself, whatever subclass holds the
         settings: what an engine request carries."""
         values = {k: getattr(self, k) for k in SamplingSpec.model_fields} | update
         if values["max_tokens"] is None or values["stop"] is None:
-            base = env if env is None or isinstance(env, type) else getattr(env, "unwrapped", env)
+            env_traits = traits(env)
             if values["max_tokens"] is None:
-                values["max_tokens"] = int(getattr(base, "action_max_tokens", DEFAULT_MAX_TOKENS))
+                values["max_tokens"] = env_traits.action_max_tokens
             if values["stop"] is None:
-                values["stop"] = ("\n",) if getattr(base, "one_line_actions", False) else ()
+                values["stop"] = env_traits.stop
         if type(self) is SamplingSpec and not update and values == dict(self):
             return self
         return SamplingSpec.model_validate(values)

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from agentgym.episode import Episode
 from agentgym.llm.recording import KEY_HEADER, SESSION_HEADER, RecordingError, check_session_key
 from agentgym.task import Task
+from agentgym.traits import traits
 
 STEP_ROUTE = "/v1/agentgym/step"
 FINISH_ROUTE = "/v1/agentgym/finish"
@@ -63,8 +64,8 @@ class HostedEpisode:
         """What a program needs of the env before its first request."""
         env = self.env.unwrapped
         return {
-            "system_prompt": str(getattr(env, "system_prompt", "")),
-            "free_text_actions": bool(getattr(env, "free_text_actions", False)),
+            "system_prompt": traits(env).system_prompt,
+            "free_text_actions": traits(env).free_text_actions,
         }
 
     def step(self, action: str) -> dict[str, Any]:

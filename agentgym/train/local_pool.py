@@ -12,6 +12,7 @@ from typing import Any
 
 from agentgym.rewards import RewardError, check_reward
 from agentgym.task import Task
+from agentgym.traits import traits
 
 
 @dataclass
@@ -39,8 +40,9 @@ class LocalEnvPool:
         cls = _env_class(env_id)
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
-        self.system_prompt: str = getattr(cls, "system_prompt", "")
-        self.free_text_actions: bool = bool(getattr(cls, "free_text_actions", False))
+        env_traits = traits(cls)
+        self.system_prompt: str = env_traits.system_prompt
+        self.free_text_actions: bool = env_traits.free_text_actions
         self.envs: dict[int, Any] = {}
 
     def _env(self, slot: int) -> Any:

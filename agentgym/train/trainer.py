@@ -43,6 +43,7 @@ from agentgym.train.policy import (
 )
 from agentgym.train.rollout import Job, RolloutStats, collect, derive_seed
 from agentgym.train.runlog import RunLog
+from agentgym.traits import traits
 
 
 class NonFiniteLoss(RuntimeError):
@@ -511,7 +512,7 @@ def _suite(name: str | None, pool: EnvPool) -> TaskSuite:
         return TaskSuite.load(name)
     from agentgym.registry import spec
 
-    default = getattr(spec(pool.env_id).load(), "default_suite", None)
+    default = traits(spec(pool.env_id).load()).default_suite
     if default is None:
         raise ValueError(f"{pool.env_id} has no default suite: set env.suite")
     return TaskSuite.load(default)

@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from agentgym.llm.models import refuse_pickled, resolve_model_path
+from agentgym.traits import traits
 
 ROUTER_FILE, CONFIG_FILE = "router.safetensors", "pa_moe.json"
 PICKLED_ROUTER = "router.pt"
@@ -418,9 +419,8 @@ class PAMoEAgent:
     """Acts with a PA-MoE policy: route the step, switch the adapter, generate, parse."""
 
     def __init__(self, policy: PAMoEPolicy, env: Any = None, max_tokens: int = 64) -> None:
-        base = getattr(env, "unwrapped", env)
         self.policy, self.max_tokens = policy, max_tokens
-        self.system_prompt: str = getattr(base, "system_prompt", "")
+        self.system_prompt: str = traits(env).system_prompt
         self.name = "pa_moe"
         self.routes: list[Route] = []
 

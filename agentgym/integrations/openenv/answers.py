@@ -14,24 +14,24 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentgym.traits import DEFAULT_MAX_TOKENS, EnvTraits
+
 FULL_CODE = 1013
 """WebSocket close code "try again later": the server has no free session."""
 NOT_FULL_CODES = {1002, 1003, 1007, 1008, 1009, 1010}
 """Close codes that say the client was refused (protocol, policy, size): waiting will not help."""
 
 
-class ServerTraits(BaseModel):
-    """``GET /agentgym`` of ``agentgym env serve``: what a chat agent needs before the first reset."""
+class ServerTraits(EnvTraits):
+    """``GET /agentgym`` of ``agentgym env serve``: what a chat agent needs before the first reset
+    (the env's traits, read strictly, and its demonstration turns)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
     env_id: str
     description: str = ""
-    system_prompt: str = ""
-    free_text_actions: bool = False
-    one_line_actions: bool = False
-    action_max_tokens: int = Field(256, ge=1, le=1 << 16)
-    default_suite: str | None = None
+    action_max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1, le=1 << 16)
+    demonstration: list[dict[str, str]] = []
 
 
 class ActionSchema(BaseModel):

@@ -1,8 +1,9 @@
 """Any OpenEnv server as an agentgym env: the env id ``openenv:http://HOST:PORT``.
 
 The registry resolves the ``openenv`` scheme here (:func:`remote_spec`): the server's ``/schema``
-says how to send a text action, and an agentgym server's ``GET /agentgym`` gives the system prompt
-and action style that chat agents and the trainer read off an env class. Each env instance is one
+says how to send a text action, and an agentgym server's ``GET /agentgym`` gives the env's traits
+(system prompt, action style, token budget: what chat agents and the trainer read off an env
+class) and its demonstration turns, so a chat agent prompts an ``openenv:`` env as the local one. Each env instance is one
 session (one WebSocket) through openenv-core's own ``GenericEnvClient``.
 
 Observations: from an agentgym server, its text and info as they are; from any other OpenEnv
@@ -46,6 +47,7 @@ from agentgym.redact import mask_value, remember_secret
 from agentgym.rewards import check_reward
 from agentgym.spaces import UnicodeText
 from agentgym.task import Task
+from agentgym.traits import EnvTraits
 
 SCHEME = "openenv"
 OPENENV_FIELDS = ("done", "reward", "metadata")  # every OpenEnv observation has these
@@ -69,11 +71,15 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
     """The server is ``agentgym env serve`` (observations carry text and info)."""
     action_field: ClassVar[str | None] = "message"
     """The action's one required text field; None: the action is sent as a JSON object."""
-    system_prompt: ClassVar[str] = ""
-    free_text_actions: ClassVar[bool] = False
-    one_line_actions: ClassVar[bool] = False
-    action_max_tokens: ClassVar[int] = 256
-    default_suite: ClassVar[str | None] = None
+    system_prompt: ClassVar[str]
+    free_text_actions: ClassVar[bool]
+    one_line_actions: ClassVar[bool]
+    action_max_tokens: ClassVar[int]
+    default_suite: ClassVar[str | None]
+    demo_suite: ClassVar[str | None]
+    """The served env's traits (:class:`~agentgym.traits.EnvTraits`), set by :func:`remote_spec`."""
+    demonstration_turns: ClassVar[tuple[dict[str, Any], ...]] = ()
+    """The served env's ``demonstration()`` messages, as ``GET /agentgym`` sends them."""
 
     def __init__(
         self,
@@ -250,6 +256,11 @@ class OpenEnvEnv(gymnasium.Env[str, str]):
             f"refused, OpenEnv sends a {kind.__name__}"
         )
 
+    def demonstration(self, turns: int = 2) -> list[dict[str, Any]]:
+        """The served env's demonstration (its first ``turns`` exchanges), as a local env of its
+        type gives it: chat agents open with the same turns on either."""
+        return [dict(m) for m in self.demonstration_turns[: 2 * turns]]
+
     def expert_action(self) -> str:
         """The server's expert, where it serves one (``agentgym env serve --expert``)."""
         if self.expert is None:
@@ -320,14 +331,19 @@ def remote_spec(env_id: str) -> Any:
         "agentgym_server": traits is not None,
         "action_field": text_field,
         "__doc__": (traits and traits.description) or f"The OpenEnv server at {url}.",
+        "demonstration_turns": tuple(dict(m) for m in traits.demonstration) if traits else (),
     }
-    if traits is not None:
-        attrs.update(traits.model_dump(exclude={"env_id", "description"}))
-    elif text_field is None:
-        attrs["system_prompt"] = (
-            "Answer with one JSON object, the action, as this schema describes:\n"
-            + json.dumps(action_schema, sort_keys=True)
+    env_traits = EnvTraits.model_validate(
+        traits.model_dump(include=set(EnvTraits.model_fields)) if traits else {}
+    )  # another OpenEnv server: the defaults
+    if traits is None and text_field is None:
+        env_traits = env_traits.model_copy(
+            update={
+                "system_prompt": "Answer with one JSON object, the action, as this schema "
+                "describes:\n" + json.dumps(action_schema, sort_keys=True)
+            }
         )
+    attrs.update(env_traits.model_dump())
     cls = type("OpenEnvEnv", (OpenEnvEnv,), attrs)
     description = f"{traits.env_id} served at {url}" if traits else f"OpenEnv server at {url}"
     return EnvSpec(env_id, f"{__name__}:OpenEnvEnv", {}, description, target=cls)

@@ -218,19 +218,21 @@ def _version() -> str:
 
 
 def env_traits(env_id: str, expert: bool = False) -> dict[str, Any]:
-    """What ``GET /agentgym`` says about the env: what a chat agent needs before the first reset."""
+    """What ``GET /agentgym`` says about the env: what a chat agent needs before the first reset
+    (the env's traits, its demonstration turns and its sampling spec, stop included)."""
+    from agentgym.llm.sampling import SamplingSpec
     from agentgym.registry import spec
+    from agentgym.traits import demonstration, traits
 
     s = spec(env_id)
     cls = s.load()
+    declared = traits(cls)
     return {
         "env_id": s.id,
         "description": s.description,
-        "system_prompt": getattr(cls, "system_prompt", ""),
-        "free_text_actions": bool(getattr(cls, "free_text_actions", False)),
-        "one_line_actions": bool(getattr(cls, "one_line_actions", False)),
-        "action_max_tokens": int(getattr(cls, "action_max_tokens", 256)),
-        "default_suite": getattr(cls, "default_suite", None),
+        **declared.model_dump(mode="json"),
+        "demonstration": demonstration(cls()) if declared.demo_suite is not None else [],
+        "sampling": SamplingSpec().for_env(cls).model_dump(mode="json"),
         "expert": expert,
         "agentgym_version": _version(),
     }

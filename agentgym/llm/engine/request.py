@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentgym.llm.sampling import DEFAULT_MAX_TOKENS, SamplingSpec
+from agentgym.llm.sampling import SamplingSpec
+from agentgym.traits import DEFAULT_MAX_TOKENS
 
 
 class Generation(BaseModel):
