@@ -248,9 +248,10 @@ class Trainer:
             self.model.train()
 
     def rescore(self, episodes: list[TokenEpisode]) -> dict[str, float]:
-        """Rollouts from an engine with its own weights (vLLM): the loss's sampling logprobs
-        recomputed by the policy, and the gap between the engine's and the policy's
-        (``logprob_gap_mean``, ``logprob_gap_max``)."""
+        """Rollouts from an engine with its own weights (vLLM), or any rollouts under
+        ``rollout.importance``: the loss's sampling logprobs recomputed by the policy (the
+        engine's kept for the importance weights), and the gap between the engine's and the
+        policy's (``logprob_gap_mean``, ``logprob_gap_max``)."""
         if self.engine.shares_weights and self.cfg.rollout.importance == "none":
             return {}
         from agentgym.train.engine_sync import recompute_logprobs
