@@ -142,6 +142,19 @@ class RolloutConfig(SamplingSpec, _Strict):
     kv_cache_gb: float = Field(default=2.0, gt=0, le=1e6)
     """The engine's keys and values in GiB: vLLM's KV cache (on a CPU and a GPU alike); the local
     engine's running sequences and prefix cache together (sequences that do not fit wait)."""
+    importance: ImportanceMode = "none"
+    """Importance correction between the engine that sampled and the learner
+    (:mod:`agentgym.train.importance`): ``token`` or ``sequence`` truncated IS, or
+    ``token_mask`` / ``sequence_mask`` (over the cap: left out). Not none: the trainer recomputes
+    the learner's logprobs of every rollout, on the local engine too."""
+    importance_cap: float = Field(default=2.0, ge=1.0, le=1e6)
+    """The largest importance weight (truncation), or the ratio above which a mask drops."""
+    max_staleness: int | None = Field(default=None, ge=0, le=BIG)
+    """Episodes whose oldest turn is more than this many policy versions (updates) behind the
+    learner are dropped or corrected (``stale``); None: no bound, no staleness metrics."""
+    stale: StaleAction = "drop"
+    """What to do with an episode past ``max_staleness``: ``drop`` it before credit, or
+    ``correct`` it (keep it, weighted by ``importance``, which must then not be none)."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None
@@ -156,19 +169,6 @@ class RolloutConfig(SamplingSpec, _Strict):
     """Harness processes running at once."""
     harness_timeout_s: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds one harness episode may take (then it is killed and counts as an error)."""
-    importance: ImportanceMode = "none"
-    """Importance correction between the engine that sampled and the learner
-    (:mod:`agentgym.train.importance`): ``token`` or ``sequence`` truncated IS, or
-    ``token_mask`` / ``sequence_mask`` (over the cap: left out). Not none: the trainer recomputes
-    the learner's logprobs of every rollout, on the local engine too."""
-    importance_cap: float = Field(default=2.0, ge=1.0, le=1e6)
-    """The largest importance weight (truncation), or the ratio above which a mask drops."""
-    max_staleness: int | None = Field(default=None, ge=0, le=BIG)
-    """Episodes whose oldest turn is more than this many policy versions (updates) behind the
-    learner are dropped or corrected (``stale``); None: no bound, no staleness metrics."""
-    stale: StaleAction = "drop"
-    """What to do with an episode past ``max_staleness``: ``drop`` it before credit, or
-    ``correct`` it (keep it, weighted by ``importance``, which must then not be none)."""
 
 
 class AlgoConfig(_Strict):
