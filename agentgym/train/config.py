@@ -27,9 +27,7 @@ from agentgym.llm.sampling import MaxTokens, SamplingSpec, Temperature
 from agentgym.train import config_yaml
 from agentgym.train.batch import Layout, LossAgg
 from agentgym.train.config_errors import one_line
-from agentgym.train.importance import ImportanceMode
 from agentgym.train.policy import LoraConfig
-from agentgym.train.staleness import StaleAction
 
 
 class _Strict(BaseModel):
@@ -98,6 +96,12 @@ class EnvConfig(_Strict):
         if self.kwargs:
             self.kwargs = check_env_options(self.id, self.kwargs)
         return self
+
+
+ImportanceMode = Literal["none", "token", "sequence", "token_mask", "sequence_mask"]
+"""How sampled tokens are weighted between sampler and learner (:mod:`agentgym.train.importance`)."""
+StaleAction = Literal["drop", "correct"]
+"""What becomes of an episode past ``rollout.max_staleness`` (:mod:`agentgym.train.staleness`)."""
 
 
 class RolloutConfig(SamplingSpec, _Strict):

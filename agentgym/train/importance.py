@@ -21,13 +21,11 @@ advantages and every algorithm's loss stays as it is; the KL and entropy terms a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
+from agentgym.train.config import ImportanceMode
 from agentgym.train.episode import TokenEpisode
-
-ImportanceMode = Literal["none", "token", "sequence", "token_mask", "sequence_mask"]
 
 
 def importance_weights(

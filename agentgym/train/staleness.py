@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal
 
+from agentgym.train.config import StaleAction
 from agentgym.train.episode import TokenEpisode
-
-StaleAction = Literal["drop", "correct"]
 
 
 def stamp(episodes: Sequence[TokenEpisode], version: int) -> None:
