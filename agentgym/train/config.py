@@ -125,6 +125,12 @@ class EnvConfig(_Strict):
         return self
 
 
+ImportanceMode = Literal["none", "token", "sequence", "token_mask", "sequence_mask"]
+"""How sampled tokens are weighted between sampler and learner (:mod:`agentgym.train.importance`)."""
+StaleAction = Literal["drop", "correct"]
+"""What becomes of an episode past ``rollout.max_staleness`` (:mod:`agentgym.train.staleness`)."""
+
+
 class RolloutConfig(SamplingSpec, _Strict):
     """How episodes are sampled and how long they may run.
 
@@ -167,6 +173,19 @@ class RolloutConfig(SamplingSpec, _Strict):
     kv_cache_gb: float = Field(default=2.0, gt=0, le=1e6)
     """The engine's keys and values in GiB: vLLM's KV cache (on a CPU and a GPU alike); the local
     engine's running sequences and prefix cache together (sequences that do not fit wait)."""
+    importance: ImportanceMode = "none"
+    """Importance correction between the engine that sampled and the learner
+    (:mod:`agentgym.train.importance`): ``token`` or ``sequence`` truncated IS, or
+    ``token_mask`` / ``sequence_mask`` (over the cap: left out). Not none: the trainer recomputes
+    the learner's logprobs of every rollout, on the local engine too."""
+    importance_cap: float = Field(default=2.0, ge=1.0, le=1e6)
+    """The largest importance weight (truncation), or the ratio above which a mask drops."""
+    max_staleness: int | None = Field(default=None, ge=0, le=BIG)
+    """Episodes whose oldest turn is more than this many policy versions (updates) behind the
+    learner are dropped or corrected (``stale``); None: no bound, no staleness metrics."""
+    stale: StaleAction = "drop"
+    """What to do with an episode past ``max_staleness``: ``drop`` it before credit, or
+    ``correct`` it (keep it, weighted by ``importance``, which must then not be none)."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None
@@ -370,6 +389,12 @@ class TrainConfig(_Strict):
             raise ValueError(
                 "rollout.harness: the agent program builds its own prompts on the local engine; "
                 "drop rollout.history, model.policy and rollout.engine vllm"
+            )
+        r = self.rollout
+        if r.max_staleness is not None and r.stale == "correct" and r.importance == "none":
+            raise ValueError(
+                "rollout.stale correct weighs stale episodes by rollout.importance: set it to "
+                "token, sequence, token_mask or sequence_mask, or use rollout.stale drop"
             )
         if self.rollout.notes is not None and self.rollout.history is None:
             raise ValueError("rollout.notes go in a bounded context: set rollout.history too")

@@ -34,6 +34,9 @@ class Turn:
     context_start: int = 0
     """Where the prompt this action was generated from starts: 0 for one growing chat; the
     turn's own prompt with a bounded context (``rollout.history``), whose step rows start there."""
+    version: int | None = None
+    """The policy version (optimiser steps taken) whose weights sampled the action; None until
+    the trainer stamps the rollout (:mod:`agentgym.train.staleness`)."""
 
 
 @dataclass
@@ -54,6 +57,9 @@ class TokenEpisode:
     per_call: bool = False
     """Some turn's prompt is not the previous prompt and sample continued (the chat template or
     the agent rewrote history): every turn trains as its own row, from ``Turn.context_start``."""
+    sampler_logprobs: list[float] | None = None
+    """The engine's logprobs of the sampled tokens, kept when ``logprobs`` are replaced by the
+    learner's (:mod:`agentgym.train.importance`); None: ``logprobs`` are still the engine's."""
 
     @property
     def status(self) -> EpisodeStatus:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from agentgym.episode import Episode
 from agentgym.llm.recording import Call
 from agentgym.train.episode import TokenEpisode, Turn
+from agentgym.train.staleness import parse_version
 
 
 def episode_from_calls(calls: Sequence[Call], record: Episode, group: str) -> TokenEpisode:
@@ -22,6 +23,7 @@ def episode_from_calls(calls: Sequence[Call], record: Episode, group: str) -> To
     on its last turn (the calls of an agent program need not be its env steps one to one)."""
     ep = TokenEpisode(episode=record, group=group)
     spans: list[tuple[int, int, int]] = []  # (context start, action start, action end)
+    versions = [parse_version(call.policy_version) for call in calls]
     start = 0
     for k, call in enumerate(calls):
         chain = ep.ids[start:]
@@ -40,6 +42,7 @@ def episode_from_calls(calls: Sequence[Call], record: Episode, group: str) -> To
     for k, (context, a, b) in enumerate(spans):
         obs_end = spans[k + 1][1] if k + 1 < len(spans) else b
         reward = record.reward if k == len(spans) - 1 else 0.0
-        ep.turns.append(Turn(a, b, b, obs_end, reward, "", context_start=context))
+        version = versions[k]
+        ep.turns.append(Turn(a, b, b, obs_end, reward, "", context_start=context, version=version))
     ep.check()
     return ep

@@ -61,6 +61,10 @@ ADDED_LATER = (
     ("rollout", "harness_timeout_s", 600.0),
     ("rollout", "harness_env", HARNESS_ENV),
     ("rollout", "stop", None),
+    ("rollout", "importance", "none"),
+    ("rollout", "importance_cap", 2.0),
+    ("rollout", "max_staleness", None),
+    ("rollout", "stale", "drop"),
 )
 """Settings added after runs were stored, with their defaults: at their default they stay out of
 the run id, so a config that does not set them keeps the id it had, and its rerun resumes that

@@ -24,7 +24,7 @@ import torch
 from agentgym.llm.engine.precision import warn_if_emulated_bf16
 from agentgym.registry import spec as spec_of
 from agentgym.task import Task, TaskSuite
-from agentgym.train import checkpoint, heldout, sft
+from agentgym.train import checkpoint, heldout, importance, sft, staleness
 from agentgym.train.advantages import advantage_collapse_rate
 from agentgym.train.algorithm import Algorithm, get_algorithm
 from agentgym.train.batch import Batch, build_batch
@@ -257,19 +257,26 @@ class Trainer:
         try:
             with self._autocast():
                 if r.harness is not None:
-                    return self.harness.collect(jobs, r, sampling)
-                return collect(self.engine, self.chat, self.pool, jobs, r, sampling, seed, picker)
+                    episodes, stats = self.harness.collect(jobs, r, sampling)
+                else:
+                    episodes, stats = collect(
+                        self.engine, self.chat, self.pool, jobs, r, sampling, seed, picker
+                    )
+            staleness.stamp(episodes, self.step)  # the weights of ``self.step`` updates sampled
+            return episodes, stats
         finally:
             self.model.train()
 
     def rescore(self, episodes: list[TokenEpisode]) -> dict[str, float]:
-        """Rollouts from an engine with its own weights (vLLM): the loss's sampling logprobs
-        recomputed by the policy, and the gap between the engine's and the policy's
-        (``logprob_gap_mean``, ``logprob_gap_max``)."""
-        if self.engine.shares_weights:
+        """Rollouts from an engine with its own weights (vLLM), or any rollouts under
+        ``rollout.importance``: the loss's sampling logprobs recomputed by the policy (the
+        engine's kept for the importance weights), and the gap between the engine's and the
+        policy's (``logprob_gap_mean``, ``logprob_gap_max``)."""
+        if self.engine.shares_weights and self.cfg.rollout.importance == "none":
             return {}
         from agentgym.train.engine_sync import recompute_logprobs
 
+        importance.keep_sampler_logprobs(episodes)  # the engine's, for the importance weights
         return recompute_logprobs(
             self.model,
             [ep for ep in episodes if ep.ok],
@@ -281,9 +288,14 @@ class Trainer:
 
     def rl_update(self, episodes: list[TokenEpisode], stats: RolloutStats) -> dict[str, float]:
         """Credit, error accounting and the update for one rollout batch."""
+        r = self.cfg.rollout
+        episodes, stale = staleness.screen(episodes, self.step, r.max_staleness, r.stale)
         rewards, groups, valid = episode_arrays(episodes)
         ctx = CreditContext(self.cfg.algo, self.model, metrics={}, tokenizer=self.tokenizer)
         advantages, returns = self.algo.advantages(episodes, ctx)
+        advantages, weighed = importance.correct(
+            episodes, advantages, r.importance, r.importance_cap
+        )
         kept = [i for i, ep in enumerate(episodes) if ep.ok and ep.turns]
         metrics = {
             "reward": float(rewards[valid].mean()) if valid.any() else 0.0,
@@ -296,6 +308,8 @@ class Trainer:
             "tokens_per_s": stats.tokens_per_s,
             "generate_s": stats.generate_s,
             **(ctx.metrics or {}),
+            **stale,
+            **weighed,
         }
         if kept:
             metrics.update(
