@@ -2,7 +2,7 @@
 # The SmolLM2 train demos at larger scale on one GPU, tables under one folder:
 #
 #   bash benchmarks/gpu.sh [DIR]          # default DIR: runs/gpu-<date>
-#   TINY=1 MODEL=DIR bash benchmarks/gpu.sh OUT   # smoke settings (tests/test_train_gpu_script.py)
+#   TINY=1 MODEL=DIR bash benchmarks/gpu.sh OUT   # smoke settings (tests/train/test_train_gpu_script.py)
 #   ENGINE=local bash benchmarks/gpu.sh           # rollouts on transformers even where vLLM is
 #
 # On a lent GPU machine (the device tool's `run`), one call; first, here, in the repo's root:

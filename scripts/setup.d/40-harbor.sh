@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Harbor (tests/test_integrations_harbor.py) needs Python 3.12+. Where agentgym's Python is older,
+# Harbor (tests/integrations/test_integrations_harbor.py) needs Python 3.12+. Where agentgym's Python is older,
 # harbor goes into a Python 3.12+ virtual environment at ~/.cache/agentgym/harbor-venv, which
 # agentgym.integrations.harbor runs for Harbor's parsing. Idempotent.
 set -euo pipefail

@@ -11,7 +11,7 @@ it; the token ids end with the token that completes the text) or at the token li
 the same: a seeded request samples from its own generator, so its text is the same alone or in
 any batch, and ``generate_batch`` seeds prompt ``i`` with ``seed + i``. The sampled tokens
 themselves differ from ``LocalEngine``'s for the same seed (another random stream); greedy tokens
-agree except at near-ties of the fp32 kernels (tests/test_vllm_engine.py measures how often).
+agree except at near-ties of the fp32 kernels (tests/llm/test_vllm_engine.py measures how often).
 
 vLLM's engine core runs in this process and one thread (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): it
 starts no spawned process, so a script needs no ``if __name__ == "__main__":`` guard, and the

