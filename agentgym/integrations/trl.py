@@ -223,12 +223,12 @@ class AgentgymRollout:
         batch.serve()
         for thread in threads:
             thread.join()
-        failed = next((r for r in records if r.status == "error"), None)
-        if failed is not None:  # TRL has no error episodes: never train on a reward not given
-            raise RuntimeError(f"{self.env_id}: episode {failed.task_id} failed: {failed.error}")
         for record, client in zip(records, clients, strict=True):
             if client.out_of_budget:  # ended by TRL's budget, not by a failure
                 record.status, record.error = "limit", str(OutOfBudget.__doc__)
+        failed = next((r for r in records if r.status == "error"), None)
+        if failed is not None:  # TRL has no error episodes: never train on a reward not given
+            raise RuntimeError(f"{self.env_id}: episode {failed.task_id} failed: {failed.error}")
         return [
             TrlEpisode(record, **rows(client), done=True)
             for record, client in zip(records, clients, strict=True)
