@@ -41,6 +41,7 @@ from agentgym.episode import Usage  # noqa: E402
 from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message  # noqa: E402
 from agentgym.registry import make  # noqa: E402
 from agentgym.runner import episode_seed  # noqa: E402
+from agentgym.safetext import clean  # noqa: E402
 from agentgym.task import Task as AgentgymTask  # noqa: E402
 from agentgym.task import TaskSuite  # noqa: E402
 
@@ -90,9 +91,12 @@ def play_env(max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0) -> Solver:
         model = get_model()
         outputs: list[ModelOutput] = []
 
+        escaped: list[str] = []  # Inspect logs every text as UTF-8: escape what is not, say where
+
         async def acomplete(request: ChatRequest) -> ChatResponse:
+            messages = clean(request.messages, f"request{len(outputs)}", escaped)
             outputs.append(
-                await model.generate(_inspect_messages(request.messages), config=_config(request))
+                await model.generate(_inspect_messages(messages), config=_config(request))
             )
             return _response(outputs[-1])
 
@@ -106,10 +110,12 @@ def play_env(max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0) -> Solver:
             )
         finally:
             env.close()
-        state.messages = _inspect_messages(getattr(agent, "messages", []))
+        state.messages = _inspect_messages(
+            clean(getattr(agent, "messages", []), "messages", escaped)
+        )
         if outputs:
             state.output = outputs[-1]
-        state.metadata["agentgym"] = {
+        played = {
             "success": episode.success,
             "score": episode.score,
             "return": episode.reward,
@@ -119,6 +125,8 @@ def play_env(max_steps: int = DEFAULT_MAX_STEPS, seed: int = 0) -> Solver:
             "error": episode.error,
             "finished": episode.status == "completed",
         }
+        played = clean(played, "", escaped)
+        state.metadata["agentgym"] = played | {"escaped": [e.lstrip(".") for e in escaped]}
         return state
 
     return solve

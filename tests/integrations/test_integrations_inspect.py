@@ -100,3 +100,22 @@ def test_inspect_eval_command_over_agentgym_serve_agrees_with_agentgym_eval(serv
         theirs = inspect_runs[episode.task_id]
         assert theirs["success"] == episode.success
         assert theirs["actions"] == [s.action for s in episode.steps]
+
+
+def test_a_lone_surrogate_reply_costs_no_sample(tmp_path):
+    """A reply holding a lone surrogate (text no UTF-8 writer takes) is that episode's action, as
+    a plain Inspect task keeps it: the eval succeeds with every sample, the escaped action named."""
+    replies = [_output("Action: [\ud800]")] * 4 + [_output("[1]")] * 20
+    model = get_model("mockllm/model", custom_outputs=replies)
+    [log] = inspect_eval(
+        agentgym_suite(suite=SUITE, limit=2),
+        model=model,
+        log_dir=str(tmp_path),
+        display="none",
+        max_samples=1,
+    )
+    assert log.status == "success", log.error
+    assert len(log.samples) == 2
+    played = log.samples[0].metadata["agentgym"]
+    assert "\\ud800" in played["actions"][0] and "actions.0" in played["escaped"]
+    read_eval_log(list_eval_logs(str(tmp_path))[0].name)  # Inspect reads its log back
