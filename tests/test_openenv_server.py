@@ -1,4 +1,4 @@
-"""`agentgym env serve` through openenv-core's own client (GenericEnvClient), unchanged."""
+"""`agentgym env serve` through OpenEnv's own client (GenericEnvClient), unchanged."""
 
 from __future__ import annotations
 
@@ -21,7 +21,13 @@ import agentgym  # noqa: E402
 from agentgym.agent import agent_factory  # noqa: E402
 from agentgym.integrations.openenv.server import EnvServerThread, ServeSettings  # noqa: E402
 
-ENV_IDS = [s.id for s in agentgym.list_envs() if str(s.entry_point).startswith("agentgym.envs.")]
+WRAPPED = ("agentgym.envs.textarena", "agentgym.envs.skyrl")
+ENV_IDS = [
+    s.id
+    for s in agentgym.list_envs()
+    if str(s.entry_point).startswith("agentgym.envs.")
+    and not str(s.entry_point).startswith(WRAPPED)
+]
 """Every built-in env family (the wrapped other stacks' envs have tests of their own)."""
 PLAYER = {
     "agentgym/Social-v0": "scripted:follower"
@@ -194,7 +200,9 @@ def test_an_idle_session_is_closed_and_the_next_client_served(server):
     while srv.env_server.active_sessions and time.monotonic() < deadline:
         time.sleep(0.1)
     assert srv.env_server.active_sessions == 0
-    with pytest.raises((RuntimeError, ConnectionClosed), match="idle|closed|Closed|1000"):
+    # openenv 0.10's client opens a new session for a socket the server closed: one without
+    # an episode, which says to reset first; the idle episode does not come back either way
+    with pytest.raises((RuntimeError, ConnectionClosed), match="idle|closed|Closed|1000|reset"):
         idle.step({"message": "hello"})
     idle.close()
     with GenericEnvClient(base_url=srv.url).sync() as client:  # the slot is free again
