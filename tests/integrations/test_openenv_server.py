@@ -1,4 +1,4 @@
-"""`agentgym env serve` through openenv-core's own client (GenericEnvClient), unchanged."""
+"""`agentgym env serve` through OpenEnv's own client (GenericEnvClient), unchanged."""
 
 from __future__ import annotations
 
@@ -194,7 +194,9 @@ def test_an_idle_session_is_closed_and_the_next_client_served(server):
     while srv.env_server.active_sessions and time.monotonic() < deadline:
         time.sleep(0.1)
     assert srv.env_server.active_sessions == 0
-    with pytest.raises((RuntimeError, ConnectionClosed), match="idle|closed|Closed|1000"):
+    # openenv 0.10's client opens a new session for a socket the server closed: one without
+    # an episode, which says to reset first; the idle episode does not come back either way
+    with pytest.raises((RuntimeError, ConnectionClosed), match="idle|closed|Closed|1000|reset"):
         idle.step({"message": "hello"})
     idle.close()
     with GenericEnvClient(base_url=srv.url).sync() as client:  # the slot is free again
