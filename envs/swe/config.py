@@ -41,12 +41,19 @@ def _absolute(paths: dict[str, PathRole]) -> dict[str, PathRole]:
     return paths
 
 
+def _edit_inside_repo(edit: Edit) -> Edit:
+    """A task's edit writes a file of the task repository (an agent's edit is its own business:
+    it runs in the sandbox, and a bad path is an observation there)."""
+    _inside_repo(edit.path)
+    return edit
+
+
 class Edit(BaseModel):
     """Replace the one occurrence of ``old`` in ``path`` by ``new`` (``old == ""`` writes the file)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: RepoPath
+    path: str = Field(min_length=1)
     old: str
     new: str
 
@@ -107,7 +114,7 @@ class SweConfig(BaseModel):
     """Or a git checkout on the host at a commit."""
     files: dict[RepoPath, str] = Field(default_factory=dict)
     """Files added to (or replacing files of) the snapshot, by path relative to the repo root."""
-    edits: list[Edit] = Field(default_factory=list)
+    edits: list[Annotated[Edit, AfterValidator(_edit_inside_repo)]] = Field(default_factory=list)
     """Applied last: how the bug is introduced into the snapshot (mutation tasks)."""
     test_command: str = "python3 -m pytest -q -p no:cacheprovider"
     """What the ``run_tests`` tool runs (the visible tests)."""
