@@ -170,11 +170,12 @@ class SlotCache:
         return 2 * layers * heads * dim * self.kv.element_size()
 
     def set_base(self, kv: torch.Tensor | None, serials: list[int]) -> None:
-        """Hold ``kv`` (``[layers, 2, kv_heads, n, head_dim]``, the blocks ``serials``; None:
-        nothing) as the base; only while no sequence holds a slot."""
+        """Hold ``kv`` (``[layers, 2, kv_heads, n, head_dim]``, the blocks ``serials``, a tensor
+        the caller gives up, as :meth:`PrefixBlocks.gather` makes one; None: nothing) as the base;
+        only while no sequence holds a slot."""
         assert not self.owners, "a new base with sequences in their slots"
         layers, heads, dim = self.shape
-        self.base = self.kv.new_zeros(layers, 2, heads, 0, dim) if kv is None else kv.clone()
+        self.base = self.kv.new_zeros(layers, 2, heads, 0, dim) if kv is None else kv
         self.base_serials = list(serials)
 
     def shrink_base(self, blocks: int, block_size: int) -> None:
