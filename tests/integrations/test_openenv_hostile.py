@@ -211,7 +211,7 @@ def test_a_policy_close_is_not_waited_for(hostile):
     env = agentgym.make(env_id, full_wait_s=600)
     with pytest.raises(ConnectionError, match=r"closed the session \(close code 1008"):
         env.reset(seed=0)
-    assert h.connections == 1
+    assert h.connections <= 2  # openenv's client reopens a socket closed before its first send
 
 
 def test_the_agentgym_server_at_capacity_is_waited_for_until_a_session_frees():
