@@ -473,10 +473,15 @@ def _swe_task(**config) -> dict:
     return task
 
 
+def _running(command: str) -> bool:
+    """Whether ``command`` runs on this machine (a local sandbox's process)."""
+    found = subprocess.run(["pgrep", "-f", command], capture_output=True, text=True)
+    return bool(found.stdout.strip())
+
+
 def _sleeping() -> bool:
     """Whether the long step's ``sleep`` runs (in a sandbox of this machine)."""
-    found = subprocess.run(["pgrep", "-f", "sleep 593"], capture_output=True, text=True)
-    return bool(found.stdout.strip())
+    return _running("sleep 593")
 
 
 def _wait_for(condition, what: str, limit_s: float = 120) -> None:
@@ -525,6 +530,22 @@ def test_a_step_that_outlives_the_idle_timeout_frees_its_slot(server):
     with GenericEnvClient(base_url=srv.url).sync() as client:
         assert client.reset(seed=0).observation["text"]
     stuck.close()
+
+
+def test_a_client_that_leaves_during_a_step_leaves_no_traceback(server, capfd):
+    """The step's answer finds its client gone (a trainer stopping its rollout worker): the
+    session ends and the server logs nothing (openenv's handler then fails to send its error)."""
+    _local_sandbox()
+    srv = server("Swe-v0", settings={"env_kwargs": {"sandbox": "local"}}, max_sessions=1)
+    with connect_ws(srv.url) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"task": _swe_task()}}))
+        assert json.loads(ws.recv(timeout=120))["type"] == "observation"
+        ws.send(json.dumps({"type": "step", "data": {"message": "```bash\nsleep 2.593\n```"}}))
+        _wait_for(lambda: _running("sleep 2.593"), "the step")
+    _wait_for(lambda: not _running("sleep 2.593"), "the end of the step")
+    _wait_for(lambda: srv.env_server.active_sessions == 0, "the end of the session")
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception in ASGI application" not in err, err
 
 
 def test_sigterm_during_a_running_step_exits_cleanly(tmp_path):

@@ -83,7 +83,7 @@ class ClosableSockets:
             await self.app(scope, receive, send)
             return
         conn = Connection()
-        sent_close = False
+        sent_close = left = False
 
         async def say_close() -> None:
             nonlocal sent_close
@@ -97,7 +97,7 @@ class ClosableSockets:
                 await send({"type": "websocket.close", "code": conn.code, "reason": reason})
 
         async def guarded_send(message: dict) -> None:
-            nonlocal sent_close
+            nonlocal sent_close, left
             if conn.closed.is_set():  # the handler's error or close after ours: ours is said
                 if message["type"] == "websocket.close":
                     await say_close()
@@ -109,6 +109,7 @@ class ClosableSockets:
                 await send(message)
             except OSError:  # uvicorn's ClientDisconnected: the client left first
                 if not sent_close:
+                    left = True
                     raise
 
         async def closable_receive() -> dict:
@@ -126,6 +127,11 @@ class ClosableSockets:
         token = _connection.set(conn)
         try:
             await self.app(scope, closable_receive, guarded_send)
+        except Exception:
+            if not left:
+                raise
+            # the handler failed to answer a client that had left (it tries to send an error
+            # on a closed socket): nobody to tell, nothing to log
         finally:
             _connection.reset(token)
 
