@@ -150,6 +150,7 @@ COVERED = {
         "docs/methods.md",
         "Adding an algorithm, a credit function or a method",
     ): "tests/train/test_train_trainer.py",
+    ("docs/integrations.md", "OpenEnv"): "tests/integrations/test_trl_openenv_harness.py",
 }
 """(page, heading) -> the test that runs the blocks under that heading."""
 

@@ -15,6 +15,7 @@ pytest.importorskip("verifiers")
 
 import agentgym  # noqa: E402
 from agentgym.integrations.openenv.server import EnvServerThread, ServeSettings  # noqa: E402
+from agentgym.task import TaskSuite  # noqa: E402
 
 TASKS = ["clarify-products-test-0000", "clarify-products-test-0001"]
 VF_EVAL = "import sys; from verifiers.v1.cli.eval.main import main; sys.exit(main())"
@@ -89,3 +90,32 @@ def test_trl_openenv_harness_imports():
     from trl.experimental.async_grpo import openenv_harness
 
     assert openenv_harness.TraceEntry is TraceEntry
+
+
+def test_harness_sessions_play_an_agentgym_env_through_both_halves_of_the_contract():
+    """OpenEnv's harness contract on a local env: the chat-loop adapter's opaque path (the
+    env's expert) and a tool-speaking adapter's path (``initial_messages``, the ``act`` tool)
+    end with the env's own reward in ``verify``; a task of another type is one clear error."""
+    from agentgym.integrations.openenv.harness import AgentgymSessionFactory, ChatLoopAdapter
+
+    factory = AgentgymSessionFactory("Clarify-v0")
+    task = TaskSuite.load("clarify/test").tasks[0]
+    session = factory.create(task.id, seed=0)
+    result = ChatLoopAdapter().run_black_box(session)
+    verdict = session.verify(result.messages)
+    session.close()
+    assert result.done and result.metrics["success"]
+    assert verdict.env_reward == session.episode.reward > 0
+
+    tools = factory.create(task.model_dump(mode="json"), seed=0)
+    opening = tools.initial_messages()
+    assert opening[0]["role"] == "system" and opening[-1]["role"] == "user"
+    assert tools.call_tool("shell", {"action": "ls"}).error
+    rewards = []
+    while not tools.done:
+        answer = tools.call_tool("act", {"action": tools.env.unwrapped.expert_action()})
+        rewards.append(answer.metadata["reward"])
+    assert tools.verify([]).env_reward == sum(rewards) == verdict.env_reward
+    tools.close()
+    with pytest.raises(TypeError, match="a task id, a Task or its dict, got int"):
+        factory.create(7)
