@@ -1,8 +1,8 @@
 """Training episodes as plain data (lists, numbers, strings) between the trainer's processes.
 
 An asynchronous rollout worker (:mod:`agentgym.train.rollout_worker`) sends its episodes to the
-learner this way: nothing but JSON-shaped values crosses, so the learner rebuilds every record
-through its own validated types and never unpickles an object of the worker's choosing.
+learner this way: only JSON-shaped values cross the queue (no class of the worker's choosing is
+named in what it sends), and the learner rebuilds every record through its own validated types.
 """
 
 from __future__ import annotations
