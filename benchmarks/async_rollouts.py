@@ -47,6 +47,10 @@ def parse(argv: list[str] | None = None) -> Any:
     p.add_argument("--tasks-per-step", type=int, default=4)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--json", type=Path, help="also write the rows here")
+    p.add_argument(
+        "--arms", type=int, nargs="+", default=list(range(len(ARMS))),
+        help="which arms to run, by index (0: sync at one thread, the ratios' reference)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     # what experiments.kit's tiny Clarify config reads
     args.env, args.max_turns, args.candidates, args.hidden, args.layers = "Clarify-v0", 4, 2, 128, 2
@@ -86,6 +90,11 @@ def rl_arm(
         "first_step_s": ends[0] - started,
         "episodes_per_h": steady,
         "episodes_per_h_budget": len(rows) * per_step / (ends[-1] - started) * 3600,
+        "step_s": statistics.mean(r["step_s"] for r in rows[1:]) if len(rows) > 1 else 0.0,
+        "generate_s": statistics.mean(r["generate_s"] for r in rows[1:]) if len(rows) > 1 else 0.0,
+        "wait_s": statistics.mean(r.get("rollout_wait_s", 0.0) for r in rows[1:])
+        if len(rows) > 1
+        else 0.0,
         "dropped": statistics.mean(r.get("stale_dropped", 0.0) for r in rows),
         "spanning": statistics.mean(r.get("spanning_versions", 0.0) for r in rows),
         "per_task": per_task(held_out),
@@ -117,7 +126,7 @@ def run_seed(seed: int, args: Any, root: Path, suites: dict[str, Path]) -> list[
         sft.close()
     start = root / f"sft-{seed}" / "final"
     rows = []
-    for name, over in ARMS:
+    for name, over in [ARMS[i] for i in args.arms]:
         arm = rl_arm(start, suites, root / f"rl-{seed}-{len(rows)}", args, seed, over)
         rows.append({"seed": seed, "arm": name, **arm})
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "per_task"}), flush=True)
@@ -143,11 +152,12 @@ def table(rows: list[dict[str, Any]]) -> str:
     seeds = sorted({r["seed"] for r in rows})
     lines = [
         "| arm | episodes/h after step 1 (per seed) | ratio to sync 1 thread | first step s "
-        "| episodes/h over the budget | steps | dropped stale | spanning versions "
-        "| held-out success | paired diff to sync 1 thread (95%) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| episodes/h over the budget | steps | s / step (sampling; learner waiting) "
+        "| dropped stale | spanning versions | held-out success "
+        "| paired diff to sync 1 thread (95%) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, _ in ARMS:
+    for name in dict.fromkeys(r["arm"] for r in rows):
         mine = [r for r in rows if r["arm"] == name]
         ref = [r for r in rows if r["arm"] == reference]
         ratios = [m["episodes_per_h"] / f["episodes_per_h"] for m, f in zip(mine, ref, strict=True)]
@@ -160,6 +170,9 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {statistics.mean(r['first_step_s'] for r in mine):.1f} "
             f"| {statistics.mean(r['episodes_per_h_budget'] for r in mine):,.0f} "
             f"| {' / '.join(str(r['steps']) for r in mine)} "
+            f"| {statistics.mean(r['step_s'] for r in mine):.2f} "
+            f"({statistics.mean(r['generate_s'] for r in mine):.2f}; "
+            f"{statistics.mean(r['wait_s'] for r in mine):.2f}) "
             f"| {statistics.mean(r['dropped'] for r in mine):.1%} "
             f"| {statistics.mean(r['spanning'] for r in mine):.1%} | {success:.1%} "
             f"| {diff:+.3f} ± {half:.3f} (n={n}) |"

@@ -267,8 +267,10 @@ class Trainer:
             while feeder.submitted <= min(i + ahead(r.max_staleness), self.cfg.steps - 1):
                 j = feeder.submitted
                 feeder.submit(j, self._jobs(tasks, j), derive_seed(self.cfg.seed, "gen", j))
+            waited = time.perf_counter()
             episodes, stats = feeder.take(i)
-            versions = staleness.spread(episodes)
+            waited = time.perf_counter() - waited  # the learner idle: sampling is the bottleneck
+            versions = {**staleness.spread(episodes), "rollout_wait_s": waited}
             rescored = self.rescore(episodes)
             metrics = {**self.rl_update(episodes, stats), **rescored, **versions}
             feeder.push(self.model, i + 1)
