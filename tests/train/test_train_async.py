@@ -201,3 +201,21 @@ def test_the_worker_exits_when_the_learner_dies_without_closing(tiny_model, noop
     assert done.returncode == 3, done.stderr[-2000:]
     pid = int(done.stdout.split()[0])
     assert _gone_within(pid, 10.0), "an orphaned worker stops at its next poll"
+
+
+def test_a_failing_worker_is_the_learners_error(tiny_model, noop_tasks, tmp_path):
+    import shutil
+
+    from agentgym.train.async_rollouts import WorkerFailed
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    trainer = Trainer(_cfg(model, noop_tasks, tmp_path / "out", steps=2, **ASYNC))
+    shutil.rmtree(model)  # the worker loads its copy from here at the first step
+    try:
+        with pytest.raises(WorkerFailed, match="the rollout worker failed:(.|\n)*model"):
+            trainer.run()
+        worker = trainer._async.process
+    finally:
+        trainer.close()
+    assert not _alive(worker.pid)
