@@ -129,6 +129,9 @@ ImportanceMode = Literal["none", "token", "sequence", "token_mask", "sequence_ma
 """How sampled tokens are weighted between sampler and learner (:mod:`agentgym.train.importance`)."""
 StaleAction = Literal["drop", "correct"]
 """What becomes of an episode past ``rollout.max_staleness`` (:mod:`agentgym.train.staleness`)."""
+RolloutMode = Literal["sync", "async"]
+"""Whether the learner samples its own rollouts or a worker process samples beside it
+(:mod:`agentgym.train.async_rollouts`)."""
 
 
 class RolloutConfig(SamplingSpec, _Strict):
@@ -186,6 +189,12 @@ class RolloutConfig(SamplingSpec, _Strict):
     stale: StaleAction = "drop"
     """What to do with an episode past ``max_staleness``: ``drop`` it before credit, or
     ``correct`` it (keep it, weighted by ``importance``, which must then not be none)."""
+    mode: RolloutMode = "sync"
+    """``sync``: the learner samples each step's rollouts, then trains. ``async``: a worker
+    process with its own copy of the policy samples the next batches while the learner trains,
+    takes the learner's weights after every update between two turns, and stamps each turn
+    with the version that sampled it; the learner recomputes its logprobs of every rollout.
+    It samples up to ``max(1, max_staleness)`` batches ahead (1 without a bound)."""
     backend: Literal["local", "ray"] = "local"
     """Where envs step: this process, or Ray actors."""
     address: str | None = None
@@ -396,10 +405,30 @@ class TrainConfig(_Strict):
                 "rollout.stale correct weighs stale episodes by rollout.importance: set it to "
                 "token, sequence, token_mask or sequence_mask, or use rollout.stale drop"
             )
+        if r.mode == "async":
+            self._async_fits()
         if self.rollout.notes is not None and self.rollout.history is None:
             raise ValueError("rollout.notes go in a bounded context: set rollout.history too")
         check_notes(self.rollout.notes)
         return self
+
+    def _async_fits(self) -> None:
+        """What an asynchronous rollout worker does not do, refused before anything loads."""
+        r = self.rollout
+        refused = [
+            (
+                not get_algorithm(self.algo.name).rollouts,
+                f"algo.name {self.algo.name!r} has no rollouts",
+            ),
+            (r.harness is not None, "rollout.harness (harness rollouts sample in the learner)"),
+            (r.engine != "local", "rollout.engine vllm (the worker samples on the local engine)"),
+            (self.model.policy is not None, "model.policy (per-turn adapters)"),
+        ]
+        reasons = [why for bad, why in refused if bad]
+        if reasons:
+            raise ValueError(
+                f"rollout.mode async does not run with {'; '.join(reasons)}: use rollout.mode sync"
+            )
 
     @model_validator(mode="after")
     def _policy_fits(self) -> TrainConfig:

@@ -124,6 +124,14 @@ def load_tokenizer(path: str | Path) -> Any:
     return tokenizer
 
 
+def autocast(precision: str, device: str) -> AbstractContextManager[Any]:
+    """The forward passes' autocast of ``model.precision`` (none for fp32) on ``device``."""
+    if precision == "fp32":
+        return nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device.split(":")[0], dtype=dtype)
+
+
 def is_peft(model: Any) -> bool:
     return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")
 

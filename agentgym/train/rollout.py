@@ -17,7 +17,7 @@ once per adapter for the episodes it picked; each turn records its adapter and t
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -101,6 +101,8 @@ class _Live:
     or a chat template that rewrites history)."""
     messages: list[dict[str, str]] | None = None
     """The chat so far, where the template rewrites history (every prompt is rendered afresh)."""
+    version: int | None = None
+    """The policy version generating this turn (None: the caller stamps the rollout after)."""
 
 
 def collect(
@@ -112,12 +114,16 @@ def collect(
     sampling: SamplingSpec,
     seed: int,
     picker: AdapterPicker | None = None,
+    between_turns: Callable[[], int] | None = None,
 ) -> tuple[list[TokenEpisode], RolloutStats]:
     """Roll out every job to the end; return the episodes in job order and the throughput.
 
     ``rollout`` bounds the episodes (``max_turns``, ``max_context_tokens``) and shapes their
     prompts (``history``, ``notes``); ``sampling`` draws every action: resolved for the env
     (the trainer's: ``rollout.for_env(env)``, at its eval temperature for held-out runs).
+    ``between_turns``, where given, runs before every turn's generation (an asynchronous
+    sampler swaps in newer weights there) and returns the policy version that generates the
+    turn, stamped on it; an episode may then span versions.
     """
     stats, started = RolloutStats(episodes=len(jobs)), time.perf_counter()
     live = [_Live(_new_episode(job, pool)) for job in jobs]
@@ -136,6 +142,9 @@ def collect(
             break
         if picker is not None:
             _pick(picker, live, active)
+        version = between_turns() if between_turns is not None else None
+        for i in active:
+            live[i].version = version
         seeds = {i: _seed(jobs[i], turn) for i in active}
         actions = _act(engine, live, active, sampling, seeds, stats, pool, picker)
         t0 = time.perf_counter()
@@ -275,7 +284,9 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
     context = lv.context_start
     if out.error is not None:
         ep.episode.fail(out.error)
-        ep.turns.append(Turn(start, end, end, end, 0.0, state_key, adapter, record, context))
+        ep.turns.append(
+            Turn(start, end, end, end, 0.0, state_key, adapter, record, context, lv.version)
+        )
         return
     done = out.terminated or out.truncated
     if not done and lv.bounded is not None:  # the next turn's own prompt, after this action
@@ -293,7 +304,18 @@ def _record(lv: _Live, action: str, out: Outcome, chat: ChatFormat) -> None:
         ended_with_eos = bool(gen.token_ids) and gen.token_ids[-1] == chat.eos_id
         ep.extend(chat.observation(out.observation, ended_with_eos), mask=0)
     ep.turns.append(
-        Turn(start, end, end, len(ep.ids), out.reward, state_key, adapter, record, context)
+        Turn(
+            start,
+            end,
+            end,
+            len(ep.ids),
+            out.reward,
+            state_key,
+            adapter,
+            record,
+            context,
+            lv.version,
+        )
     )
     lv.last_observation = out.observation
     try:

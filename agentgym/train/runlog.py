@@ -65,6 +65,7 @@ ADDED_LATER = (
     ("rollout", "importance_cap", 2.0),
     ("rollout", "max_staleness", None),
     ("rollout", "stale", "drop"),
+    ("rollout", "mode", "sync"),
 )
 """Settings added after runs were stored, with their defaults: at their default they stay out of
 the run id, so a config that does not set them keeps the id it had, and its rerun resumes that

@@ -58,3 +58,17 @@ def screen(
         "stale_corrected": share if action == "correct" else 0.0,
         "staleness_max": float(max(lags, default=0)),
     }
+
+
+def spread(episodes: Sequence[TokenEpisode]) -> dict[str, float]:
+    """Which versions sampled a batch: ``version_min`` and ``version_max`` over its stamped
+    turns, and ``spanning_versions``, the share of its episodes sampled by more than one."""
+    per_episode = [{t.version for t in ep.turns if t.version is not None} for ep in episodes]
+    every = set().union(*per_episode) if per_episode else set()
+    if not every:
+        return {}
+    return {
+        "version_min": float(min(every)),
+        "version_max": float(max(every)),
+        "spanning_versions": sum(len(v) > 1 for v in per_episode) / len(episodes),
+    }

@@ -37,6 +37,7 @@ from agentgym.train.episode import TokenEpisode
 from agentgym.train.policy import (
     PlainPolicy,
     Policy,
+    autocast,
     get_policy,
     load_model,
     load_tokenizer,
@@ -98,6 +99,13 @@ class Trainer:
         self._weights_changed = True
         """The policy's weights changed since the engine last took them (an engine with its own
         copy, vLLM, loaded the starting checkpoint: a resumed adapter is not in it yet)."""
+        self._async: Any = None
+        """The rollout worker of ``rollout.mode: async``, started by the first RL step."""
+        if cfg.rollout.mode == "async" and self.dp.size > 1:
+            raise ValueError(
+                "rollout.mode async runs one rollout worker beside one learner: drop --nproc "
+                "(data-parallel ranks roll out in step)"
+            )
         self._harness: Any = None
         """The recording gateway and harness processes (``rollout.harness``), made at first use."""
         self._said_per_call = False
@@ -209,23 +217,31 @@ class Trainer:
 
         return step
 
+    def _jobs(self, tasks: list[Task], i: int) -> list[Job]:
+        """Step ``i``'s episodes: ``tasks_per_step`` tasks drawn by the step's seed, each
+        ``group_size`` times."""
+        r = self.cfg.rollout
+        rng = np.random.default_rng(derive_seed(self.cfg.seed, "tasks", i))
+        chosen = [
+            tasks[j]
+            for j in rng.choice(len(tasks), min(r.tasks_per_step, len(tasks)), replace=False)
+        ]
+        return [
+            Job(t, f"{i}:{t.id}", k, derive_seed(self.cfg.seed, i, t.id, k))
+            for t in chosen
+            for k in range(r.group_size)
+        ]
+
     def _rl_step(self) -> Any:
         tasks = self.train_tasks()
         r = self.cfg.rollout
         if not tasks:
             raise ValueError("no training tasks left after env.tags/env.limit")
+        if r.mode == "async":
+            return self._async_step(tasks)
 
         def step(i: int) -> dict[str, float]:
-            rng = np.random.default_rng(derive_seed(self.cfg.seed, "tasks", i))
-            chosen = [
-                tasks[j]
-                for j in rng.choice(len(tasks), min(r.tasks_per_step, len(tasks)), replace=False)
-            ]
-            jobs = [
-                Job(t, f"{i}:{t.id}", k, derive_seed(self.cfg.seed, i, t.id, k))
-                for t in chosen
-                for k in range(r.group_size)
-            ]
+            jobs = self._jobs(tasks, i)
             mine, stats = self.rollout(
                 self.dp.shard(jobs), derive_seed(self.cfg.seed, "gen", i), r.temperature
             )
@@ -233,6 +249,32 @@ class Trainer:
             episodes = self.dp.gather(mine)  # credit sees every group whole, in job order
             stats = merge_stats(self.dp.gather([stats]))
             return {**self.rl_update(episodes, stats), **merge_means(self.dp.gather([rescored]))}
+
+        return step
+
+    def _async_step(self, tasks: list[Task]) -> Any:
+        """Steps on batches a worker process samples beside the learner: the jobs of the next
+        steps are queued ahead, and the weights go to the worker after every update."""
+        from agentgym.train.async_rollouts import AsyncRollouts, ahead
+
+        r = self.cfg.rollout
+        if self._async is None:
+            path = self.resume_from or self.cfg.model.path
+            self._async = AsyncRollouts(self.cfg, str(path), self.model, self.step)
+        feeder = self._async
+
+        def step(i: int) -> dict[str, float]:
+            while feeder.submitted <= min(i + ahead(r.max_staleness), self.cfg.steps - 1):
+                j = feeder.submitted
+                feeder.submit(j, self._jobs(tasks, j), derive_seed(self.cfg.seed, "gen", j))
+            waited = time.perf_counter()
+            episodes, stats = feeder.take(i)
+            waited = time.perf_counter() - waited  # the learner idle: sampling is the bottleneck
+            versions = {**staleness.spread(episodes), "rollout_wait_s": waited}
+            rescored = self.rescore(episodes)
+            metrics = {**self.rl_update(episodes, stats), **rescored, **versions}
+            feeder.push(self.model, i + 1)
+            return metrics
 
         return step
 
@@ -268,11 +310,12 @@ class Trainer:
             self.model.train()
 
     def rescore(self, episodes: list[TokenEpisode]) -> dict[str, float]:
-        """Rollouts from an engine with its own weights (vLLM), or any rollouts under
-        ``rollout.importance``: the loss's sampling logprobs recomputed by the policy (the
+        """Rollouts from an engine with its own weights (vLLM, an asynchronous worker), or any
+        rollouts under ``rollout.importance``: the loss's sampling logprobs recomputed by the policy (the
         engine's kept for the importance weights), and the gap between the engine's and the
         policy's (``logprob_gap_mean``, ``logprob_gap_max``)."""
-        if self.engine.shares_weights and self.cfg.rollout.importance == "none":
+        r = self.cfg.rollout
+        if r.mode == "sync" and self.engine.shares_weights and r.importance == "none":
             return {}
         from agentgym.train.engine_sync import recompute_logprobs
 
@@ -423,11 +466,7 @@ class Trainer:
             )
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
-        precision = self.cfg.model.precision
-        if precision == "fp32":
-            return contextlib.nullcontext()
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        return torch.autocast(self.cfg.model.device.split(":")[0], dtype=dtype)
+        return autocast(self.cfg.model.precision, self.cfg.model.device)
 
     # ------------------------------------------------------------------ eval, saving, logging
     def evaluate(self, tasks: list[Task] | None = None) -> dict[str, float]:
@@ -488,6 +527,9 @@ class Trainer:
         self.runlog.write(self.step, metrics)
 
     def close(self) -> None:
+        if self._async is not None:
+            self._async.close()
+            self._async = None
         if self._engine is not None:
             self._engine.close()
             self._engine = None
