@@ -188,12 +188,20 @@ TASKSET_ID = "agentgym_env"
 
 
 def vf_eval_command(
-    vf_eval: str, suite: str, limit: int, base_url: str, model: str, out: str, env_id: str
+    vf_eval: str,
+    suite: str,
+    limit: int,
+    base_url: str,
+    model: str,
+    out: str,
+    env_id: str,
+    max_steps: int | None = None,
 ) -> list[str]:
     """``vf-eval``'s command line for the first ``limit`` tasks of ``suite`` against an
     OpenAI-compatible server (``agentgym serve``), one episode at a time, the null harness in a
     subprocess runtime, traces under ``out``, sampled as ``agentgym eval`` samples on ``env_id``
-    (:func:`sampling`); the key is read from ``OPENAI_API_KEY``."""
+    (:func:`sampling`), at most ``max_steps`` actions an episode (None: the taskset's default);
+    the key is read from ``OPENAI_API_KEY``."""
     spec = sampling(env_id)
     command = [vf_eval, "--env.taskset.id", "agentgym-env", "--env.taskset.suite", suite,
                "--env.taskset.limit", str(limit), "-n", str(limit),
@@ -202,6 +210,8 @@ def vf_eval_command(
                "--model", model, "-c", "1", "-o", out,
                "--sampling.temperature", str(spec["temperature"]),
                "--sampling.max-tokens", str(spec["max_tokens"])]  # fmt: skip
+    if max_steps is not None:
+        command += ["--env.taskset.max-steps", str(max_steps)]
     return command + (["--sampling.stop", _stop_argument(spec["stop"])] if "stop" in spec else [])
 
 
