@@ -185,7 +185,9 @@ def print_suite(name: str, result: dict[str, Any]) -> None:
             cells += [got, "yes" if cell["same"] else "NO"]
         print(f"| {row['task']} | {row['success']} | " + " | ".join(cells) + " |")
     for n in names:
-        print(f"{n}: {result['agree'][n]}/{result['tasks']} tasks with the same success and actions")
+        print(
+            f"{n}: {result['agree'][n]}/{result['tasks']} tasks with the same success and actions"
+        )
 
 
 def print_summary(results: dict[str, dict[str, Any]], max_steps: int | None) -> None:

@@ -39,6 +39,21 @@ def test_load_environment_builds_the_suites_tasks():
         list(load_environment("skyrl/gsm8k", suite=SUITE).taskset)
 
 
+def test_vf_eval_command_caps_episodes_by_the_tasksets_max_steps():
+    """The cap reaches the taskset through verifiers' own config (as the agreement benchmark
+    caps every harness alike); verifiers parses the flag into ``AgentgymTasksetConfig``."""
+    from verifiers.v1.utils.loaders import resolve_env_config
+
+    command = vf_eval_command("vf-eval", SUITE, 2, "http://x/v1", "m", "out", SUITE, max_steps=3)
+    flag = command.index("--env.taskset.max-steps")
+    assert command[flag + 1] == "3"
+    assert "--env.taskset.max-steps" not in vf_eval_command(
+        "vf-eval", SUITE, 2, "u", "m", "o", SUITE
+    )
+    config = resolve_env_config({"taskset": {"id": "agentgym_env", "suite": SUITE, "max_steps": 3}})
+    assert config.taskset.max_steps == 3
+
+
 def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path):
     limit = 2
     command = vf_eval_command(
