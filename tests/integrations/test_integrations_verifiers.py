@@ -5,21 +5,30 @@ against `agentgym serve` (tiny model) giving per-task outcomes equal to `agentgy
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import verifiers.v1 as vf
+from verifiers.v1.trace import AgentInfo, TraceTask
 
 import agentgym
+from agentgym.chat_agent import ChatAgent
+from agentgym.env import StepResult
 from agentgym.integrations.verifiers import (
     AgentgymEnv,
     load_environment,
+    record,
     sampling,
     vf_eval_command,
 )
+from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
+from agentgym.testing.noop import NoOpEnv, noop_suite
+from agentgym.testing.scripted_client import ScriptedClient
 
 SUITE = "textarena/GuessTheNumber-v0"
 BIN = Path(sys.executable).parent
@@ -74,3 +83,33 @@ def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path)
     assert len(theirs) == limit
     for episode in ours.new_episodes:
         assert theirs[episode.task_id] == (episode.success, [s.action for s in episode.steps])
+
+
+class _InfiniteReward(NoOpEnv):
+    """NoOp whose first step reports an infinite reward: the env's mistake, never a signal."""
+
+    def _step(self, action: str) -> StepResult:
+        obs, _, terminated, truncated, info = super()._step(action)
+        return obs, math.inf, terminated, truncated, info
+
+
+def _trace() -> vf.Trace:
+    return vf.Trace(task=TraceTask(type="agentgym", data={}), agent=AgentInfo(config={}))
+
+
+def test_a_refused_reward_is_the_traces_error_not_a_success_of_zero():
+    """agentgym.rewards' one rule refuses the infinite reward inside the episode loop; the trace
+    verifiers keeps then carries that error and no reward at all, where a played episode carries
+    its verdict."""
+    task, bad, good = noop_suite(1).tasks[0], _InfiniteReward(), NoOpEnv()
+    episode = rollout(bad, ChatAgent(ScriptedClient(["noop"] * 10), bad), task)
+    assert episode.status == "error" and "reward is inf" in (episode.error or "")
+    refused = _trace()
+    record(refused, episode)
+    assert not refused.ok and refused.rewards == {}
+    assert "reward is inf" in refused.errors[-1].message
+    assert refused.info["agentgym"]["status"] == "error"
+
+    played = _trace()
+    record(played, rollout(good, ChatAgent(ScriptedClient(["noop"] * 10), good), task))
+    assert not played.errors and played.rewards["success"].score == 1.0
