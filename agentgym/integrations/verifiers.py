@@ -28,6 +28,7 @@ import verifiers.v1 as vf  # noqa: E402
 
 from agentgym.async_play import LoopClient, play  # noqa: E402
 from agentgym.chat_agent import ChatAgent, ChatAgentConfig  # noqa: E402
+from agentgym.episode import Episode  # noqa: E402
 from agentgym.llm.base import ChatRequest, ChatResponse, Choice, Message  # noqa: E402
 from agentgym.registry import make  # noqa: E402
 from agentgym.runner import episode_seed  # noqa: E402
@@ -111,17 +112,30 @@ class AgentgymEnv(vf.Env[AgentgymEnvConfig]):
                 episode = await play(env, agent, agentgym_task, **options)
         finally:
             env.close()
-        trace = interaction.trace
-        trace.record_reward("success", 1.0 if episode.success else 0.0, 1.0)
-        trace.record_reward("score", episode.score, 0.0)
-        trace.record_reward("return", episode.reward, 0.0)
-        trace.info["agentgym"] = {
-            "task_id": agentgym_task.id,
-            "steps": episode.n_steps,
-            "actions": [s.action for s in episode.steps],
-            "status": episode.status,
-            "error": episode.error,
-        }
+        record(interaction.trace, episode)
+
+
+def record(trace: vf.Trace, episode: Episode) -> None:
+    """The episode on verifiers' trace: its actions and status as ``info["agentgym"]``, and its
+    verdict as rewards. Every reward, success and score reached the episode through
+    :mod:`agentgym.rewards`' one rule (:meth:`Episode.record_step`); an ``error`` episode (a
+    value that rule refused, or a failed env or model call) has no verdict, so it is the trace's
+    error, not a success of 0: verifiers marks the trace failed, and a trainer reading it never
+    learns from a reward the env did not give (as TRL's adapter refuses such an episode)."""
+    trace.info["agentgym"] = {
+        "task_id": episode.task_id,
+        "steps": episode.n_steps,
+        "actions": [s.action for s in episode.steps],
+        "status": episode.status,
+        "error": episode.error,
+    }
+    if episode.status == "error":
+        reason = (episode.error or "the episode failed").strip().splitlines()[-1]
+        trace.record_error(vf.EnvError(f"agentgym episode {episode.task_id}: {reason}"))
+        return
+    trace.record_reward("success", 1.0 if episode.success else 0.0, 1.0)
+    trace.record_reward("score", episode.score, 0.0)
+    trace.record_reward("return", episode.reward, 0.0)
 
 
 def _agent(client: Any, env: Any) -> ChatAgent:
@@ -188,12 +202,20 @@ TASKSET_ID = "agentgym_env"
 
 
 def vf_eval_command(
-    vf_eval: str, suite: str, limit: int, base_url: str, model: str, out: str, env_id: str
+    vf_eval: str,
+    suite: str,
+    limit: int,
+    base_url: str,
+    model: str,
+    out: str,
+    env_id: str,
+    max_steps: int | None = None,
 ) -> list[str]:
     """``vf-eval``'s command line for the first ``limit`` tasks of ``suite`` against an
     OpenAI-compatible server (``agentgym serve``), one episode at a time, the null harness in a
     subprocess runtime, traces under ``out``, sampled as ``agentgym eval`` samples on ``env_id``
-    (:func:`sampling`); the key is read from ``OPENAI_API_KEY``."""
+    (:func:`sampling`), at most ``max_steps`` actions an episode (None: the taskset's default);
+    the key is read from ``OPENAI_API_KEY``."""
     spec = sampling(env_id)
     command = [vf_eval, "--env.taskset.id", "agentgym-env", "--env.taskset.suite", suite,
                "--env.taskset.limit", str(limit), "-n", str(limit),
@@ -202,6 +224,8 @@ def vf_eval_command(
                "--model", model, "-c", "1", "-o", out,
                "--sampling.temperature", str(spec["temperature"]),
                "--sampling.max-tokens", str(spec["max_tokens"])]  # fmt: skip
+    if max_steps is not None:
+        command += ["--env.taskset.max-steps", str(max_steps)]
     return command + (["--sampling.stop", _stop_argument(spec["stop"])] if "stop" in spec else [])
 
 
@@ -252,6 +276,7 @@ __all__ = [
     "AgentgymTaskset",
     "env_config",
     "load_environment",
+    "record",
     "sampling",
     "vf_eval_command",
 ]

@@ -102,7 +102,7 @@ def test_vf_eval_plays_the_episodes_of_agentgym_eval(model, tmp_path):
 
     def vf_eval() -> Runs:
         command = vf_eval_command(str(BIN / "vf-eval"), SUITE, 1, url, "tiny", str(tmp_path), ENV)
-        package = ROOT / "environments" / "agentgym_env"  # verifiers' env package, this tree's
+        package = ROOT / "verifiers_envs" / "agentgym_env"  # verifiers' env package, this tree's
         path = os.pathsep.join([str(ROOT), str(package), os.environ.get("PYTHONPATH", "")])
         env = {**os.environ, "OPENAI_API_KEY": "unused", "PYTHONPATH": path}
         done = subprocess.run(

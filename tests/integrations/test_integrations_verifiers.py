@@ -5,21 +5,30 @@ against `agentgym serve` (tiny model) giving per-task outcomes equal to `agentgy
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import verifiers.v1 as vf
+from verifiers.v1.trace import AgentInfo, TraceTask
 
 import agentgym
+from agentgym.chat_agent import ChatAgent
+from agentgym.env import StepResult
 from agentgym.integrations.verifiers import (
     AgentgymEnv,
     load_environment,
+    record,
     sampling,
     vf_eval_command,
 )
+from agentgym.rollout import rollout
 from agentgym.task import TaskSuite
+from agentgym.testing.noop import NoOpEnv, noop_suite
+from agentgym.testing.scripted_client import ScriptedClient
 
 SUITE = "textarena/GuessTheNumber-v0"
 BIN = Path(sys.executable).parent
@@ -37,6 +46,21 @@ def test_load_environment_builds_the_suites_tasks():
     assert sampling(SUITE) == {"temperature": 0.0, "max_tokens": 32, "stop": ["\n"]}
     with pytest.raises(ValueError, match="has no task of env 'skyrl/gsm8k'"):
         list(load_environment("skyrl/gsm8k", suite=SUITE).taskset)
+
+
+def test_vf_eval_command_caps_episodes_by_the_tasksets_max_steps():
+    """The cap reaches the taskset through verifiers' own config (as the agreement benchmark
+    caps every harness alike); verifiers parses the flag into ``AgentgymTasksetConfig``."""
+    from verifiers.v1.utils.loaders import resolve_env_config
+
+    command = vf_eval_command("vf-eval", SUITE, 2, "http://x/v1", "m", "out", SUITE, max_steps=3)
+    flag = command.index("--env.taskset.max-steps")
+    assert command[flag + 1] == "3"
+    assert "--env.taskset.max-steps" not in vf_eval_command(
+        "vf-eval", SUITE, 2, "u", "m", "o", SUITE
+    )
+    config = resolve_env_config({"taskset": {"id": "agentgym_env", "suite": SUITE, "max_steps": 3}})
+    assert config.taskset.max_steps == 3
 
 
 def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path):
@@ -59,3 +83,33 @@ def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path)
     assert len(theirs) == limit
     for episode in ours.new_episodes:
         assert theirs[episode.task_id] == (episode.success, [s.action for s in episode.steps])
+
+
+class _InfiniteReward(NoOpEnv):
+    """NoOp whose first step reports an infinite reward: the env's mistake, never a signal."""
+
+    def _step(self, action: str) -> StepResult:
+        obs, _, terminated, truncated, info = super()._step(action)
+        return obs, math.inf, terminated, truncated, info
+
+
+def _trace() -> vf.Trace:
+    return vf.Trace(task=TraceTask(type="agentgym", data={}), agent=AgentInfo(config={}))
+
+
+def test_a_refused_reward_is_the_traces_error_not_a_success_of_zero():
+    """agentgym.rewards' one rule refuses the infinite reward inside the episode loop; the trace
+    verifiers keeps then carries that error and no reward at all, where a played episode carries
+    its verdict."""
+    task, bad, good = noop_suite(1).tasks[0], _InfiniteReward(), NoOpEnv()
+    episode = rollout(bad, ChatAgent(ScriptedClient(["noop"] * 10), bad), task)
+    assert episode.status == "error" and "reward is inf" in (episode.error or "")
+    refused = _trace()
+    record(refused, episode)
+    assert not refused.ok and refused.rewards == {}
+    assert "reward is inf" in refused.errors[-1].message
+    assert refused.info["agentgym"]["status"] == "error"
+
+    played = _trace()
+    record(played, rollout(good, ChatAgent(ScriptedClient(["noop"] * 10), good), task))
+    assert not played.errors and played.rewards["success"].score == 1.0
