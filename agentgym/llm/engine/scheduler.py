@@ -228,13 +228,13 @@ class Scheduler:
         """The parked sequence whose computed tokens ``seq``'s prompt continues furthest, and how
         many of them it reuses: whole blocks, as the prefix cache would give them (so a prompt's
         tokens are the same either way), at most all of the prompt but its last token; (None, 0)
-        where none reuses more than the base and the cached blocks give it."""
+        where none reuses more than the base, or less than the cached blocks give it (as much:
+        the slot is taken over, saving a copy and a slot)."""
         if self.prefix is None or not self.parked:
             return None, 0
         prompt = np.asarray(seq.request.prompt_ids)
         bs = self.prefix.block_size
-        floor = max(len(seq.blocks) * bs, self.cache.offset)
-        best, reused = None, floor
+        best, reused = None, max(len(seq.blocks) * bs, self.cache.offset + 1) - 1
         for parked in self.parked:
             n = min(parked.computed, len(prompt) - 1)
             same = np.asarray(parked.ids[:n]) == prompt[:n]
