@@ -122,3 +122,43 @@ def test_a_shared_system_prompt_is_held_once_so_every_episode_runs_at_once(tiny_
     assert max(b for _, _, b in seen) <= engine.memory_bytes
     probe.close()
     engine.close()
+
+
+def test_the_next_turn_of_an_episode_continues_its_parked_slot_under_a_small_budget(tiny_model):
+    """Four two-turn episodes in a budget that holds their four slots and little more: the prefix
+    blocks cannot keep every history beside the slots, so the second turns compute only their new
+    tokens because each one takes over its episode's parked slot. Tokens are the unbounded
+    engine's, and the keys and values never pass the budget."""
+    probe = LocalEngine(tiny_model, prefix_cache_mb=0, kv_cache_gb=1.0)
+    first = _prompts(probe, 4)
+    spec = SamplingSpec(max_tokens=NEW_TOKENS)
+    observation = probe.render([{"role": "user", "content": "it rains " * 6}], None)
+
+    def second(turn1):
+        return [p + g.token_ids + observation for p, g in zip(first, turn1, strict=True)]
+
+    want1 = probe.generate_batch(first, spec)
+    want2 = probe.generate_batch(second(want1), spec)
+    longest = max(map(len, second(want1))) + NEW_TOKENS
+    budget = 4 * (-(-longest // 64) * 64 + 64) * probe.cache.nbytes_per_token()
+    engine = LocalEngine(tiny_model, prefix_cache_mb=64, kv_cache_gb=budget / (1 << 30))
+    seen: list[int] = []  # bytes of slots and prefix blocks at every step
+    forward = engine.runner.forward
+
+    def spy(chunks, cache, shared=0):
+        seen.append(cache.nbytes + engine.prefix_cache.nbytes)
+        return forward(chunks, cache, shared)
+
+    engine.runner.forward = spy
+    got1 = engine.generate_batch(first, spec)
+    before = engine.stats.prefill_tokens
+    prompts2 = second(got1)
+    got2 = engine.generate_batch(prompts2, spec)
+    assert [g.token_ids for g in got1 + got2] == [g.token_ids for g in want1 + want2]
+    new = sum(len(p) - len(q) for p, q in zip(prompts2, first, strict=True))  # per episode:
+    bs = engine.prefix_cache.block_size  # its output, the observation, and a partial block
+    assert engine.stats.prefill_tokens - before <= new + 4 * bs
+    assert len(engine.scheduler.parked) == 4
+    assert max(seen) <= engine.memory_bytes
+    probe.close()
+    engine.close()

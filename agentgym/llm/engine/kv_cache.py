@@ -1,22 +1,27 @@
-"""Keys and values: a base every running sequence shares, held once; one contiguous slot per
-running sequence for the rest; and prefix blocks shared by all.
+"""Keys and values: a base every held sequence shares, held once; one contiguous slot per
+running or parked sequence for the rest; and prefix blocks shared by all.
 
-:class:`SlotCache` holds the running sequences' keys and values in one tensor
+:class:`SlotCache` holds the sequences' keys and values in one tensor
 ``[layers, 2, slots, kv_heads, length, head_dim]``; the running sequences occupy slots
 ``0..used-1`` (a sequence that leaves hands its slot to the last one), so a decode step attends
-over one view of the first ``used`` slots. The leading positions that every running sequence holds
-bit for bit (sixteen episodes' one system prompt) live once, in the base, and each slot starts
-where the base ends: memory grows with what the sequences do not share. Slots and length grow by
-doubling where the memory budget allows (else to exactly what is asked), and
+over one view of the first ``used`` slots. A sequence that finished may stay parked in the slots
+after them (``used..held-1``): the next turn of its episode, whose prompt is that sequence's
+tokens and more, takes the slot over and computes only what is new, and the parked slot goes
+first (least recently parked) when a running sequence needs the room. The leading positions that
+every held sequence holds bit for bit (sixteen episodes' one system prompt) live once, in the
+base, and each slot starts where the base ends: memory grows with what the sequences do not
+share. Slots and length grow by doubling while the tensor stays within half the memory budget
+(else to exactly what is asked: the rest of the budget is the prefix blocks'), and
 :meth:`SlotCache.reset` gives the tensor back once no sequence runs.
 
 :class:`PrefixBlocks` keeps the keys and values of earlier sequences in blocks of ``block_size``
 tokens, each keyed by its tokens and its parent block (vLLM's prefix caching, SGLang's radix tree
 cut into fixed blocks): a new sequence copies the longest run of blocks its prompt starts with into
-its slot and computes only the rest. The next turn of an episode finds its previous turn there, and
-every episode finds the system prompt another one computed. Blocks are kept up to a byte budget,
-least recently used first out (the budget's share the slots leave free, at most ``max_bytes``);
-copying them into a slot means eviction never touches a running sequence. Each block has a serial number: two slots whose first blocks have the same serials hold
+its slot and computes only the rest. Every episode finds there the system prompt another one
+computed, and the next turn of an episode whose parked slot was given up finds its previous turn.
+Blocks are kept up to a byte budget, least recently used first out (the budget's share the slots
+leave free, at most ``max_bytes``); copying them into a slot means eviction never touches a running
+sequence. Each block has a serial number: two slots whose first blocks have the same serials hold
 the same keys and values there, bit for bit (both copied from, or read into, one block), so a
 decode step can attend that shared prefix once for all of them.
 """
@@ -37,8 +42,9 @@ class Slotted(Protocol):
 
 
 class SlotCache:
-    """Per-sequence keys and values of the running batch, compacted into the first slots, after
-    a base of positions that every running sequence shares and that is held once."""
+    """Per-sequence keys and values of the running batch, compacted into the first slots, then
+    of the parked sequences, after a base of positions that every held sequence shares and that
+    is held once."""
 
     def __init__(
         self,
@@ -54,6 +60,10 @@ class SlotCache:
         self.max_bytes = max_bytes
         """What the base and the slots may take (None: no bound); the scheduler admits against it."""
         self.owners: list[Slotted] = []
+        """The running sequences, ``owners[i].slot == i``."""
+        self.parked: list[Slotted] = []
+        """Finished sequences whose keys and values stay in slots ``used...``, least recently
+        parked first."""
         self.base_serials: list[int] = []
         """Serials of the prefix blocks the base holds (one per ``block_size`` positions)."""
         self.reset()
@@ -61,6 +71,11 @@ class SlotCache:
     @property
     def used(self) -> int:
         return len(self.owners)
+
+    @property
+    def held(self) -> int:
+        """Slots in use: the running sequences' and the parked ones'."""
+        return len(self.owners) + len(self.parked)
 
     @property
     def offset(self) -> int:
@@ -83,28 +98,34 @@ class SlotCache:
         offset = self.offset if offset is None else offset
         return (slots * max(0, length - offset) + offset) * self.nbytes_per_token()
 
-    def fits(self, slots: int, length: int, offset: int | None = None) -> bool:
+    def fits(
+        self, slots: int, length: int, offset: int | None = None, share: float = 1.0
+    ) -> bool:
         """Whether ``slots`` x ``length`` positions (rounded up as allocated) stay within
-        :attr:`max_bytes`, with a base of ``offset`` positions (default: the current one)."""
+        ``share`` of :attr:`max_bytes`, with a base of ``offset`` positions (default: the
+        current one)."""
         offset = self.offset if offset is None else offset
         own = _rounded(max(0, length - offset))
         return (
-            self.max_bytes is None or self.bytes_for(slots, offset + own, offset) <= self.max_bytes
+            self.max_bytes is None
+            or self.bytes_for(slots, offset + own, offset) <= share * self.max_bytes
         )
 
     def plan(self, slots: int, length: int) -> tuple[int, int]:
-        """The shape :meth:`ensure` grows to for ``slots`` x ``length``: doubling where it fits
-        (a growing load then copies the tensor a few times, not at every admission), else what
-        is asked (a slot's own positions rounded up to 64; idle slots and unused positions
-        dropped)."""
+        """The shape :meth:`ensure` grows to for ``slots`` x ``length``: room kept and doubled
+        while the tensor stays within :data:`SPARE_SHARE` of the budget (a growing load then
+        copies the tensor a few times, not at every admission), else what is asked (a slot's own
+        positions rounded up to 64; idle slots and unused positions dropped): spare room past
+        that would take the prefix blocks' share."""
         have_slots, have = self.kv.shape[2], self.length
-        slots, length = max(slots, self.used), self.offset + _rounded(max(0, length - self.offset))
-        if self.fits(max(slots, have_slots), max(length, have)):
+        slots, length = max(slots, self.held), self.offset + _rounded(max(0, length - self.offset))
+        spare = SPARE_SHARE
+        if self.fits(max(slots, have_slots), max(length, have), share=spare):
             slots, length = max(slots, have_slots), max(length, have)
-        if slots > have_slots and self.fits(max(2 * have_slots, slots), length):
+        if slots > have_slots and self.fits(max(2 * have_slots, slots), length, share=spare):
             slots = max(2 * have_slots, slots)
         doubled = self.offset + 2 * (have - self.offset)
-        if length > have and self.fits(slots, doubled):
+        if length > have and self.fits(slots, doubled, share=spare):
             length = max(doubled, length)
         return slots, length
 
@@ -114,28 +135,79 @@ class SlotCache:
             self._grow(*self.plan(slots, length))
 
     def reset(self) -> None:
-        """Give back the slot tensor and the base (no sequence may hold a slot): one small slot
-        tensor remains."""
+        """Give back the slot tensor and the base (no sequence may run; parked ones are
+        dropped): one small slot tensor remains."""
         assert not self.owners, "reset with sequences still in their slots"
+        self.drop_parked()
         layers, heads, dim = self.shape
         self.kv = torch.zeros(layers, 2, 1, heads, 64, dim, dtype=self.dtype, device=self.device)
         self.set_base(None, [])
 
     def acquire(self, seq: Slotted) -> None:
-        """Give ``seq`` the next free slot (growing the slot count if need be)."""
-        self.ensure(self.used + 1, self.length)
-        seq.slot = self.used
+        """Give ``seq`` the next free slot (growing the slot count if need be); the parked
+        sequence there moves past the others."""
+        self.ensure(self.held + 1, self.length)
+        slot = self.used
+        if self.parked:
+            self._move(self._parked_at(slot), self.held)
+        seq.slot = slot
         self.owners.append(seq)
 
     def release(self, seq: Slotted) -> None:
-        """Free ``seq``'s slot; the last slot's sequence moves into it."""
-        last = self.owners.pop()
+        """Free ``seq``'s slot (its keys and values are dropped)."""
+        self.park(seq)
+        self.drop(seq)
+
+    def park(self, seq: Slotted) -> None:
+        """Keep the finished ``seq``'s keys and values in a slot past the running ones."""
+        last = self.owners[-1]
         if last is not seq:
-            n = max(0, last.computed - self.offset)
-            self.kv[:, :, seq.slot, :, :n] = self.kv[:, :, last.slot, :, :n]
-            last.slot = seq.slot
-            self.owners[seq.slot] = last
-        seq.slot = -1
+            self._swap(seq, last)
+            self.owners[last.slot] = last
+        self.owners.pop()
+        self.parked.append(seq)
+
+    def adopt(self, parked: Slotted, seq: Slotted) -> None:
+        """Run ``seq`` in ``parked``'s slot, whose keys and values begin ``seq``'s prompt."""
+        slot = self.used
+        if parked.slot != slot:
+            self._swap(parked, self._parked_at(slot))
+        self.parked.remove(parked)
+        parked.slot, seq.slot = -1, slot
+        self.owners.append(seq)
+
+    def drop(self, parked: Slotted) -> None:
+        """Give up a parked slot; the last parked sequence moves into it."""
+        last = self._parked_at(self.held - 1)
+        if last is not parked:
+            self._move(last, parked.slot)
+        self.parked.remove(parked)
+        parked.slot = -1
+
+    def drop_parked(self) -> None:
+        """Give up every parked slot (nothing moves: the slots past the running ones are free)."""
+        for seq in self.parked:
+            seq.slot = -1
+        self.parked = []
+
+    def _parked_at(self, slot: int) -> Slotted:
+        return next(s for s in self.parked if s.slot == slot)
+
+    def _own(self, seq: Slotted) -> int:
+        """Positions of ``seq``'s slot that hold its keys and values."""
+        return min(max(0, seq.computed - self.offset), int(self.kv.shape[4]))
+
+    def _move(self, seq: Slotted, slot: int) -> None:
+        n = self._own(seq)
+        self.kv[:, :, slot, :, :n] = self.kv[:, :, seq.slot, :, :n]
+        seq.slot = slot
+
+    def _swap(self, a: Slotted, b: Slotted) -> None:
+        n = max(self._own(a), self._own(b))
+        held = self.kv[:, :, a.slot, :, :n].clone()
+        self.kv[:, :, a.slot, :, :n] = self.kv[:, :, b.slot, :, :n]
+        self.kv[:, :, b.slot, :, :n] = held
+        a.slot, b.slot = b.slot, a.slot
 
     def reserve(self, length: int) -> None:
         """Make room for ``length`` positions per slot."""
@@ -173,30 +245,33 @@ class SlotCache:
         """Hold ``kv`` (``[layers, 2, kv_heads, n, head_dim]``, the blocks ``serials``, a tensor
         the caller gives up, as :meth:`PrefixBlocks.gather` makes one; None: nothing) as the base;
         only while no sequence holds a slot."""
-        assert not self.owners, "a new base with sequences in their slots"
+        assert not self.held, "a new base with sequences in their slots"
         layers, heads, dim = self.shape
         self.base = self.kv.new_zeros(layers, 2, heads, 0, dim) if kv is None else kv
         self.base_serials = list(serials)
 
-    def shrink_base(self, blocks: int, block_size: int) -> None:
-        """Keep the first ``blocks`` blocks in the base; the rest goes back into every slot."""
+    def shrink_base(self, blocks: int, block_size: int, slots: int, length: int) -> None:
+        """Keep the first ``blocks`` blocks in the base; the rest goes back into every held
+        slot, in a tensor of ``slots`` x ``length`` positions (at least what the held sequences
+        hold): what the budget was asked for, not the old tensor's spare room moved along."""
         keep, p = blocks * block_size, self.offset
         if keep >= p:
             return
-        gone = p - keep
+        gone, held = p - keep, self.held
+        own = max([self._own(s) for s in (*self.owners, *self.parked)], default=0)
         layers, heads, dim = self.shape
-        own = int(self.kv.shape[4])
-        kv = self.kv.new_zeros(layers, 2, self.kv.shape[2], heads, _rounded(own + gone), dim)
-        kv[:, :, :, :, gone : gone + own] = self.kv
-        kv[:, :, : self.used, :, :gone] = self.base[:, :, None, :, keep:p]
+        size = _rounded(max(length - keep, own + gone))
+        kv = self.kv.new_zeros(layers, 2, max(slots, held), heads, size, dim)
+        kv[:, :, :held, :, gone : gone + own] = self.kv[:, :, :held, :, :own]
+        kv[:, :, :held, :, :gone] = self.base[:, :, None, :, keep:p]
         self.kv, self.base = kv, self.base[:, :, :, :keep].clone()
         del self.base_serials[blocks:]
 
     def grow_base(self, serials: list[int], block_size: int) -> None:
-        """Move the blocks ``serials`` past the base, which every running slot holds bit for bit,
+        """Move the blocks ``serials`` past the base, which every held slot holds bit for bit,
         into the base (read from slot 0); the slots keep what follows them."""
         more = (len(serials) - len(self.base_serials)) * block_size
-        if more <= 0 or not self.owners:
+        if more <= 0 or not self.held:
             return
         p, own = self.offset, int(self.kv.shape[4])
         base = torch.cat([self.base, self.kv[:, :, 0, :, :more]], dim=3)
@@ -211,10 +286,15 @@ class SlotCache:
             *self.kv.shape[:2], slots, self.kv.shape[3], own, self.kv.shape[5],
             dtype=self.dtype, device=self.device,
         )  # fmt: skip
-        kept = min(slots, self.kv.shape[2])  # at least the slots in use
-        n = min(own, int(self.kv.shape[4]))  # at least every running sequence's positions
+        kept = min(slots, self.kv.shape[2])  # at least the slots held
+        n = min(own, int(self.kv.shape[4]))  # at least every held sequence's positions
         kv[:, :, :kept, :, :n] = self.kv[:, :, :kept, :, :n]
         self.kv = kv
+
+
+SPARE_SHARE = 0.5
+"""Room past what is asked (kept slots, doubled length) only while the slot tensor stays within
+this share of the budget."""
 
 
 def _rounded(length: int) -> int:

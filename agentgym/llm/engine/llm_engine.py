@@ -167,9 +167,16 @@ class LocalEngine(Engine):
                 with self._lock:
                     self._step()
 
+    def clear_prefix_cache(self) -> None:
+        """Forget every cached prefix and parked slot (after the model's weights change)."""
+        with self._lock:
+            self.scheduler.drop_parked()
+            super().clear_prefix_cache()
+
     def release(self) -> None:
-        """Give memory back once no sequence runs: the slot tensor shrinks to its smallest, and
-        the prefix blocks to a quarter of the budget (the most recent prefixes stay cached)."""
+        """Give memory back once no sequence runs: the parked slots go, the slot tensor shrinks
+        to its smallest, and the prefix blocks to a quarter of the budget (the most recent
+        prefixes stay cached)."""
         with self._lock:
             if self.scheduler.busy():
                 return
@@ -242,8 +249,9 @@ class LocalEngine(Engine):
         return any(s in text for s in stops)
 
     def _end(self, seq: Sequence, error: BaseException | None) -> None:
-        """Take ``seq`` out of the batch and resolve its future."""
-        self.scheduler.finish(seq)
+        """Take ``seq`` out of the batch (parked for its next turn if it stopped by itself) and
+        resolve its future."""
+        self.scheduler.finish(seq, park=error is None)
         self._sequences.pop(id(seq.request), None)
         if error is not None:
             seq.request.deliver(error)
