@@ -1,8 +1,39 @@
-"""Shared fixtures: a tiny local chat model and an `agentgym serve` server over it (built once)."""
+"""Shared fixtures: a tiny local chat model and an `agentgym serve` server over it (built once).
+
+The suite runs on two pytest-xdist workers (pyproject's addopts: ``-n 2 --dist loadgroup``).
+Each worker is one process on a 2-core machine, so a worker's torch and OpenMP use one thread
+(set here before any test imports torch; subprocesses inherit it). A test module stays on one
+worker (its module fixtures are built once); the modules that load a model of several GB, the
+``heavy`` group, run one after another on the same worker, never two at once.
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test without an ``xdist_group`` mark is grouped with its module (``--dist loadgroup``
+    then keeps a module on one worker); under xdist, the groups holding ``slow`` tests are
+    queued first, so the long ones start early and the short ones fill in around them."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def group(item) -> str:
+        mark = item.get_closest_marker("xdist_group")
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+    slow = {group(item) for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: group(item) not in slow)  # stable: collection order otherwise
 
 
 @pytest.fixture(scope="session")

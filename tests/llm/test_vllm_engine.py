@@ -9,7 +9,10 @@ import math
 import pytest
 
 pytest.importorskip("vllm", reason="the vllm extra is not installed")
-pytestmark = pytest.mark.timeout(1200)  # loading vLLM takes minutes on a loaded 2-core machine
+pytestmark = [
+    pytest.mark.timeout(1200),  # loading vLLM takes minutes on a loaded 2-core machine
+    pytest.mark.xdist_group("heavy"),  # ~11 GB: never beside another heavy module (tests/conftest.py)
+]
 
 from agentgym.llm.engine import LocalEngine, SamplingSpec  # noqa: E402
 from agentgym.llm.engine.vllm import VLLMEngine  # noqa: E402
