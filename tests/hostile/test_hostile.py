@@ -216,6 +216,7 @@ class _HangThenExpert:
         return "```bash\nsleep 600\n```" if self.hang else self.env.unwrapped.expert_action()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not bwrap_works(), reason="the Swe env runs in the bubblewrap sandbox")
 def test_a_hanging_env_step_ends_the_episode_as_limit_and_the_env_is_rebuilt(tmp_path):
     suite = TaskSuite.load(SWE_TASKS)
