@@ -10,12 +10,15 @@ worker (its module fixtures are built once); the modules that load a model of se
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
+    if "torch" in sys.modules:  # a plugin imported it before this file: too late for the variable
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 def pytest_collection_modifyitems(config, items):
