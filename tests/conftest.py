@@ -9,6 +9,7 @@ worker (its module fixtures are built once); the modules that load a model of se
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 
@@ -21,13 +22,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items):
     """Every test without an ``xdist_group`` mark is grouped with its module (``--dist loadgroup``
     then keeps a module on one worker); under xdist, the groups holding ``slow`` tests are
     queued first, so the long ones start early and the short ones fill in around them."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))  # unique: pytest needs it
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
 
@@ -41,13 +43,22 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    """A ~0.3M-parameter chat model with a tokenizer trained here (no downloads)."""
+    """A ~0.3M-parameter chat model with a tokenizer trained here (no downloads). Under xdist the
+    workers share one, built by the first that needs it in the run's own temporary folder (its
+    tokenizer takes about 15 s of CPU); no test writes into it."""
     from agentgym.llm.tiny import TinyModelConfig, init_model
 
-    return init_model(
-        tmp_path_factory.mktemp("tiny"),
-        TinyModelConfig(vocab_size=1024, hidden_size=64, intermediate_size=128),
-    )
+    config = TinyModelConfig(vocab_size=1024, hidden_size=64, intermediate_size=128)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return init_model(tmp_path_factory.mktemp("tiny"), config)
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above each worker's own
+    folder = shared / "tiny"
+    with open(shared / "tiny.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the one building it
+        if not folder.is_dir():
+            init_model(shared / "tiny.building", config)
+            (shared / "tiny.building").rename(folder)
+    return folder
 
 
 @pytest.fixture(scope="session")
