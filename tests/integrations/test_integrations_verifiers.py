@@ -39,6 +39,7 @@ def test_load_environment_builds_the_suites_tasks():
         list(load_environment("skyrl/gsm8k", suite=SUITE).taskset)
 
 
+@pytest.mark.slow
 def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path):
     limit = 2
     command = vf_eval_command(
