@@ -193,6 +193,7 @@ def test_a_kept_checkpoint_names_its_base_by_name_and_loads_the_same_weights(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # under 300 s here, but not by much beside other CPU work
 def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, tmp_path: Path):
     """The learner (here the untrained tiny model) plays one training task of each type through
     ``agentgym eval``; each of its steps becomes a row labelled by the searcher. A rerun finds
