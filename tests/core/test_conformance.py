@@ -14,8 +14,17 @@ from agentgym.testing import (
     noop_suite,
 )
 
+SLOW_ENVS = {"agentgym/Swe-v0"}
+"""Envs whose check takes over a minute here (Swe: every reset copies a repository into a sandbox)."""
 
-@pytest.mark.parametrize("env_id", [s.id for s in agentgym.list_envs()])
+
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        pytest.param(s.id, marks=[pytest.mark.slow] if s.id in SLOW_ENVS else [])
+        for s in agentgym.list_envs()
+    ],
+)
 def test_registered_env_conforms(env_id):
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -18,6 +18,7 @@ from agentgym.cli import app
 from agentgym.task import TaskSuite
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance at a time (tests/conftest.py)
 
 TIMINGS = {"started_at", "duration_s", "agent_latency_s", "env_latency_s"}
 

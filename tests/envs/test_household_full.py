@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentgym.envs.household.goals import TASK_TYPES
 from agentgym.envs.household.searcher import next_command
 from agentgym.episode import Episode, Step
@@ -190,6 +192,8 @@ def test_a_kept_checkpoint_names_its_base_by_name_and_loads_the_same_weights(
                            load_model(tiny_model).state_dict()["model.layers.0.self_attn.q_proj.weight"])  # fmt: skip
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # under 300 s here, but not by much beside other CPU work
 def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, tmp_path: Path):
     """The learner (here the untrained tiny model) plays one training task of each type through
     ``agentgym eval``; each of its steps becomes a row labelled by the searcher. A rerun finds
@@ -220,6 +224,7 @@ def test_dagger_labels_every_state_the_learner_reached_and_resumes(tiny_model, t
     assert (tmp_path / "dagger.jsonl").read_text() == first
 
 
+@pytest.mark.slow
 def test_dagger_shards_play_each_task_once_and_a_restart_only_what_is_left(
     tiny_model, tmp_path: Path
 ):
@@ -242,6 +247,7 @@ def test_dagger_shards_play_each_task_once_and_a_restart_only_what_is_left(
     assert not (tmp_path / "dagger-part-0.jsonl").exists()  # nothing left to play
 
 
+@pytest.mark.slow
 def test_eval_shards_play_each_task_once_into_one_table_row(tiny_model, tmp_path: Path):
     """``eval --shards 2``: the split's first tasks as two processes into one ``eval.db``, each
     task once; the table and the losses count them as one run of the split; a restart plays

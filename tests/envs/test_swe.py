@@ -115,6 +115,7 @@ def test_humanevalfix_repo_matches_the_original_row(hef):
 
 
 # ---------------------------------------------------------------------- expert and grading
+@pytest.mark.slow
 @pytest.mark.parametrize("suite_name", ["humanevalfix", "minirepo"])
 def test_expert_solves_and_inaction_fails(env, suite_name):
     suite = TaskSuite.load(TASKS / f"{suite_name}.jsonl")

@@ -95,6 +95,7 @@ def test_inspect_eval_plays_the_episodes_of_agentgym_eval(model, ours, tmp_path)
     assert played(inspect) == ours
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_vf_eval_plays_the_episodes_of_agentgym_eval(model, tmp_path):
     """The first task only: verifiers' null harness resumes a program per turn (seconds each)."""

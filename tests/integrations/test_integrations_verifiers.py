@@ -63,6 +63,7 @@ def test_vf_eval_command_caps_episodes_by_the_tasksets_max_steps():
     assert config.taskset.max_steps == 3
 
 
+@pytest.mark.slow
 def test_vf_eval_over_agentgym_serve_agrees_with_agentgym_eval(served, tmp_path):
     limit = 2
     command = vf_eval_command(

@@ -245,6 +245,7 @@ def test_cli_serves_until_sigterm_then_exits_cleanly(tmp_path):
             proc.kill()
 
 
+@pytest.mark.slow  # four CLI processes, one after another
 def test_cli_refuses_bad_arguments_in_one_line():
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(

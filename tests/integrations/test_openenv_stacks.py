@@ -21,6 +21,7 @@ TASKS = ["clarify-products-test-0000", "clarify-products-test-0001"]
 VF_EVAL = "import sys; from verifiers.v1.cli.eval.main import main; sys.exit(main())"
 
 
+@pytest.mark.slow
 def test_verifiers_openenv_taskset_plays_clarify_over_env_serve(served, tmp_path):
     """verifiers' own OpenEnv taskset, configured by a TOML file (verifiers 0.4.0's CLI flags
     cannot name it: `--env.taskset.id openenv` builds the config without ``base_url`` first and

@@ -9,7 +9,10 @@ import math
 import pytest
 
 pytest.importorskip("vllm", reason="the vllm extra is not installed")
-pytestmark = pytest.mark.timeout(1200)  # loading vLLM takes minutes on a loaded 2-core machine
+pytestmark = [
+    pytest.mark.timeout(1200),  # loading vLLM takes minutes on a loaded 2-core machine
+    pytest.mark.xdist_group("heavy"),  # ~11 GB: never beside another heavy one (tests/conftest.py)
+]
 
 from agentgym.llm.engine import LocalEngine, SamplingSpec  # noqa: E402
 from agentgym.llm.engine.vllm import VLLMEngine  # noqa: E402
@@ -58,6 +61,7 @@ def vllm_engine():
     engine.close()
 
 
+@pytest.mark.slow
 def test_greedy_tokens_match_local_engine_on_50_chat_prompts(local, vllm_engine, capsys):
     prompts = chat_prompts(local, 50)
     ours = local.generate_batch(prompts, SamplingSpec(max_tokens=32), keep_eos=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # 84 s in CI; five times that beside other CPU work on 2 cores
 def test_also_steers_a_model_negotiator(tiny_model, capsys):
     """``--base hf:PATH``: every method plays the model (loaded once), only the fixed arms and the
     chosen bandits run, and the report names the negotiator."""

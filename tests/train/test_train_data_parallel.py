@@ -162,6 +162,7 @@ def noop_plugin(tmp_path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tmp_path / "plugin")}
 
 
+@pytest.mark.slow
 def test_agentgym_train_nproc_runs_torchrun(noop, runs, noop_plugin, tmp_path):
     """``agentgym train CONFIG --nproc 2``: one run on two ranks, logged once by rank 0, its
     held-out episodes split between the ranks and gathered (12: 6 tasks, 2 samples each)."""

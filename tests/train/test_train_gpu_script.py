@@ -15,6 +15,7 @@ from agentgym.llm.models import is_fetched, model_dir
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # gpu.sh's smoke budgets: 300 s a part, minutes on a loaded CPU
 @pytest.mark.skipif(not is_fetched("smollm2"), reason="hf:smollm2 not fetched")
 def test_gpu_script_runs_both_demos_and_writes_tables(tmp_path):

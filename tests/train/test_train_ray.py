@@ -13,6 +13,7 @@ from agentgym.train.policy import load_model, load_tokenizer
 from agentgym.train.rollout import Job, collect
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray instance at a time (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
