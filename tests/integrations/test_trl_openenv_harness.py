@@ -37,7 +37,11 @@ from agentgym.integrations.openenv.harness import (  # noqa: E402
 from agentgym.integrations.openenv.server import EnvServerThread, ServeSettings  # noqa: E402
 from agentgym.llm.models import resolve_model_path  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # vLLM starts in minutes on 2 cores
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(900),  # vLLM starts in minutes on 2 cores
+    pytest.mark.xdist_group("heavy"),  # a vLLM server: never beside the vLLM engine tests
+]
 
 
 def _free_port() -> int:
