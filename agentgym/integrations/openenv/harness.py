@@ -80,7 +80,9 @@ class AgentgymSession(ResourceSession):
     def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         action = arguments.get("action")
         if name != ACT or not isinstance(action, str):
-            return ToolResult(error=f"this session has one tool, {ACT!r}, taking a text 'action'")
+            return ToolResult(
+                error=f"an agentgym env takes one tool, {ACT!r}, with a text 'action'"
+            )
         observation, reward, terminated, truncated, _ = self.env.step(action)
         self.rewards.append(reward)
         self.done = terminated or truncated
